@@ -1,0 +1,43 @@
+# Perspect: two commands on a fresh machine.
+#   make demo   set up, fetch PERSPECTRUM, build the `default` index, run an example search
+#   make test   set up, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch first, pinned: pip finds the CPU build of 2.13.0 on this machine's disk. On another machine
+# set TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu" to avoid a CUDA build.
+TORCH_PIP_ARGS ?=
+SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
+CLAIM ?= animals should have lawful rights
+
+.PHONY: setup demo test lint clean-venv
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0 $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: setup
+	@if [ -d "$(SHARED_PERSPECTRUM)" ]; then \
+	  $(BIN)/perspect data fetch perspectrum --from "$(SHARED_PERSPECTRUM)"; \
+	else \
+	  $(BIN)/perspect data fetch perspectrum; \
+	fi
+	$(BIN)/perspect index build --name default \
+	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
+	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
+	       [ -f $$f ] && echo "--evidence $$f" && break; done)
+	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -q
+
+lint:
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .

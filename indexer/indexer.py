@@ -1,0 +1,232 @@
+"""The front door for writing indexes: `Indexer(name).build(...)`, `.add(...)`, `.delete(...)`.
+
+Every source is read and checked *before* the index is touched, and every write goes to a new
+copy-on-write version (see `indexer.layout`), so bad input or a crash never costs what was indexed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexer import manifest as mf
+from indexer.layout import IndexDir
+from indexer.news import read_news
+from indexer.readers import ReadReport, read_pool
+from indexer.store import ItemStore
+from perspect.config import IndexConfig, check_name, resolve_home
+from perspect.errors import PerspectError
+from perspect.progress import NullReporter, Reporter
+from perspect.types import POOLS, Item
+from retriever.base import Backend, backend_class
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file (or news folder) for one pool."""
+
+    pool: str
+    path: Path
+    fmt: str | None = None
+    id_field: str | None = None
+    text_field: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What one build / add / delete did."""
+
+    index: str
+    version: str
+    counts: dict[str, int]
+    added: dict[str, int] = field(default_factory=dict)
+    replaced: dict[str, int] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)
+    not_found: dict[str, int] = field(default_factory=dict)
+    skipped_bad: int = 0
+    duplicate_ids: int = 0
+    duplicate_texts: int = 0
+
+
+def read_source(src: Source) -> ReadReport:
+    if src.pool not in POOLS:
+        raise PerspectError(f"unknown pool {src.pool!r}", hint=f"one of {', '.join(POOLS)}")
+    if src.pool == "news":
+        return read_news(src.path)
+    prefix = {"perspectives": "p", "evidence": "e"}[src.pool]
+    return read_pool(src.path, fmt=src.fmt, id_field=src.id_field, text_field=src.text_field,
+                     id_prefix=prefix)
+
+
+class Indexer:
+    def __init__(
+        self,
+        name: str,
+        home: str | Path | None = None,
+        config: IndexConfig | None = None,
+        reporter: Reporter | None = None,
+        skip_bad: bool = False,
+    ):
+        self.name = check_name(name)
+        self.dir = IndexDir(resolve_home(home), name)
+        self.config = config
+        self.reporter = reporter or NullReporter()
+        self.skip_bad = skip_bad
+
+    # -- public operations ---------------------------------------------------------------------
+    def build(self, sources: Sequence[Source]) -> WriteReport:
+        """Build (or rebuild) the whole index from `sources`; the old one serves until the swap."""
+        if not any(s.pool == "perspectives" for s in sources):
+            raise PerspectError("a build needs a perspective pool", hint="pass --perspectives FILE")
+        config = self.config or IndexConfig()
+        batches = self._read_all(sources)
+        with self.dir.writer_lock():
+            version = self.dir.new_version()
+            try:
+                manifest = mf.new_manifest(self.name, config.to_json())
+                report = self._write(version, manifest, batches, op="build")
+            except BaseException:
+                shutil.rmtree(version, ignore_errors=True)
+                raise
+            self.dir.publish(version)
+        return report
+
+    def add(self, sources: Sequence[Source]) -> WriteReport:
+        """Add (or replace, by id) items in place, without rebuilding."""
+        batches = self._read_all(sources)
+        with self.dir.writer_lock():
+            live = self.dir.current()
+            manifest = mf.load(live)
+            version = self._clone(live, manifest)
+            try:
+                report = self._write(version, manifest, batches, op="add")
+            except BaseException:
+                shutil.rmtree(version, ignore_errors=True)
+                raise
+            self.dir.publish(version)
+        return report
+
+    def delete(self, pool: str, ids: Sequence[str]) -> WriteReport:
+        ids = [str(i) for i in dict.fromkeys(ids)]
+        if not ids:
+            raise PerspectError("no ids to delete", hint="pass --ids ID [ID ...]")
+        with self.dir.writer_lock():
+            live = self.dir.current()
+            manifest = mf.load(live)
+            if pool not in manifest["pools"]:
+                raise PerspectError(f"index {self.name!r} has no {pool} pool")
+            version = self._clone(live, manifest)
+            try:
+                store = ItemStore(version / pool)
+                present = sorted(store.existing(ids))
+                with self.reporter.stage(f"deleting from {pool}", total=len(present)) as adv:
+                    for b in self._open_backends(version / pool, manifest, writable=True):
+                        b.delete(present)
+                        b.commit()
+                        b.close()
+                    store.delete(present)
+                    adv(len(present))
+                manifest["pools"][pool] = self._pool_entry(store, manifest)
+                store.close()
+                manifest["operations"].append(
+                    {"op": "delete", "pool": pool, "requested": len(ids), "deleted": len(present),
+                     "at": mf.now()}
+                )
+                mf.save(version, manifest)
+            except BaseException:
+                shutil.rmtree(version, ignore_errors=True)
+                raise
+            self.dir.publish(version)
+        return WriteReport(
+            index=self.name, version=version.name, counts=self._counts(manifest),
+            deleted={pool: len(present)}, not_found={pool: len(ids) - len(present)},
+        )
+
+    # -- internals -----------------------------------------------------------------------------
+    def _read_all(self, sources: Sequence[Source]) -> list[tuple[Source, ReadReport]]:
+        out = []
+        for src in sources:
+            with self.reporter.stage(f"reading {src.pool} from {Path(src.path).name}") as adv:
+                rep = read_source(src)
+                adv(len(rep.items))
+            rep.check(skip_bad=self.skip_bad)
+            out.append((src, rep))
+        return out
+
+    def _clone(self, live: Path, manifest: dict[str, Any]) -> Path:
+        kinds = manifest["config"]["retrievers"]
+
+        def immutable(p: Path) -> bool:
+            return any(k in p.parts and backend_class(k).immutable_file(p.name) for k in kinds)
+
+        with self.reporter.stage("copying the live version (copy-on-write)"):
+            return self.dir.new_version(clone_from=live, immutable=immutable)
+
+    def _open_backends(self, pool_dir: Path, manifest: dict[str, Any], writable: bool,
+                       create: bool = False) -> list[Backend]:
+        cfg = IndexConfig.from_json(manifest["config"])
+        out = []
+        for kind in cfg.retrievers:
+            cls = backend_class(kind)
+            opts = cfg.backends.get(kind, {})
+            folder = pool_dir / kind
+            out.append(cls.create(folder, opts) if create else cls.open(folder, opts, writable))
+        return out
+
+    def _write(self, version: Path, manifest: dict[str, Any],
+               batches: list[tuple[Source, ReadReport]], op: str) -> WriteReport:
+        added: dict[str, int] = {}
+        replaced: dict[str, int] = {}
+        dup_ids = dup_texts = bad = 0
+        by_pool: dict[str, list[Item]] = {}
+        seen: dict[str, set[str]] = {}
+        for src, rep in batches:
+            pool_seen = seen.setdefault(src.pool, set())
+            items = by_pool.setdefault(src.pool, [])
+            for it in rep.items:
+                if it.id in pool_seen:
+                    dup_ids += 1
+                    continue
+                pool_seen.add(it.id)
+                items.append(it)
+            dup_ids += len(rep.duplicate_ids)
+            dup_texts += rep.duplicate_texts
+            bad += len(rep.errors)
+            manifest["sources"].append({
+                "pool": src.pool, **mf.file_fingerprint(Path(src.path)), "op": op,
+                "records": len(rep.items), "skipped_bad": len(rep.errors),
+                "duplicate_ids": len(rep.duplicate_ids), "duplicate_texts": rep.duplicate_texts,
+                "at": mf.now(),
+            })
+        libs: dict[str, str] = {}
+        for pool, items in by_pool.items():
+            pool_dir = version / pool
+            is_new = not pool_dir.exists()
+            store = ItemStore(pool_dir)
+            replaced[pool] = store.upsert(items)
+            added[pool] = len(items) - replaced[pool]
+            for b in self._open_backends(pool_dir, manifest, writable=True, create=is_new):
+                libs.update(b.library_versions())
+                with self.reporter.stage(f"indexing {pool} ({b.kind})", total=len(items)) as adv:
+                    b.add(items, progress=adv)
+                with self.reporter.stage(f"committing {pool} ({b.kind})"):
+                    b.commit()
+                b.close()
+            manifest["pools"][pool] = self._pool_entry(store, manifest)
+            store.close()
+        manifest["libraries"] = mf.library_versions(libs)
+        mf.save(version, manifest)
+        return WriteReport(
+            index=self.name, version=version.name, counts=self._counts(manifest), added=added,
+            replaced=replaced, skipped_bad=bad, duplicate_ids=dup_ids, duplicate_texts=dup_texts,
+        )
+
+    def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:
+        return {"count": store.count(), "retrievers": list(manifest["config"]["retrievers"])}
+
+    @staticmethod
+    def _counts(manifest: dict[str, Any]) -> dict[str, int]:
+        return {p: e["count"] for p, e in manifest["pools"].items()}

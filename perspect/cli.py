@@ -1,0 +1,243 @@
+"""`perspect` command line: a thin layer over the Python API; errors print one line, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from perspect.errors import PerspectError
+from perspect.types import POOLS
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+# -- data --------------------------------------------------------------------------------------
+def cmd_data_fetch(args: argparse.Namespace) -> int:
+    from perspect.data import fetch_perspectrum
+
+    if args.dataset != "perspectrum":
+        raise PerspectError(f"unknown dataset {args.dataset!r}", hint="known: perspectrum")
+    files = fetch_perspectrum(args.dest, args.source)
+    for f in files:
+        _console().print(f"[green]✓[/] {f} ({f.stat().st_size:,} bytes)")
+    return 0
+
+
+# -- index -------------------------------------------------------------------------------------
+def _sources(args: argparse.Namespace):
+    from indexer.indexer import Source
+
+    out = []
+    for pool in POOLS:
+        for path in getattr(args, pool) or []:
+            out.append(Source(pool=pool, path=Path(path), fmt=args.format,
+                              id_field=args.id_field, text_field=args.text_field))
+    return out
+
+
+def _print_report(rep, verb: str) -> None:
+    c = _console()
+    parts = [f"{p}: {n:,}" for p, n in rep.counts.items()]
+    c.print(f"[green]✓[/] {verb} index [bold]{rep.index}[/] ({rep.version}) — {', '.join(parts)}")
+    for pool, n in rep.added.items():
+        extra = f", replaced {rep.replaced.get(pool, 0):,}" if rep.replaced.get(pool) else ""
+        c.print(f"  {pool}: added {n:,}{extra}")
+    for pool, n in rep.deleted.items():
+        c.print(f"  {pool}: deleted {n:,}, not found {rep.not_found.get(pool, 0):,}")
+    if rep.duplicate_ids:
+        c.print(f"  [yellow]duplicate ids skipped: {rep.duplicate_ids:,}[/]")
+    if rep.duplicate_texts:
+        c.print(f"  [yellow]duplicate texts (kept, different ids): {rep.duplicate_texts:,}[/]")
+    if rep.skipped_bad:
+        c.print(f"  [yellow]bad records skipped: {rep.skipped_bad:,}[/]")
+
+
+def _indexer(args: argparse.Namespace, reporter):
+    from indexer.indexer import Indexer
+    from perspect.config import IndexConfig
+
+    config = None
+    if getattr(args, "retrievers", None):
+        config = IndexConfig(retrievers=tuple(r.strip() for r in args.retrievers.split(",")))
+    return Indexer(args.name, home=args.home, config=config, reporter=reporter,
+                   skip_bad=getattr(args, "skip_bad", False))
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from perspect.progress import RichReporter
+
+    with RichReporter(quiet=args.quiet) as rep:
+        report = _indexer(args, rep).build(_sources(args))
+    _print_report(report, "built")
+    return 0
+
+
+def cmd_index_add(args: argparse.Namespace) -> int:
+    from perspect.progress import RichReporter
+
+    sources = _sources(args)
+    if not sources:
+        raise PerspectError("nothing to add", hint="pass --perspectives, --evidence or --news")
+    with RichReporter(quiet=args.quiet) as rep:
+        report = _indexer(args, rep).add(sources)
+    _print_report(report, "updated")
+    return 0
+
+
+def cmd_index_delete(args: argparse.Namespace) -> int:
+    from perspect.progress import RichReporter
+
+    with RichReporter(quiet=args.quiet) as rep:
+        report = _indexer(args, rep).delete(args.pool, args.ids)
+    _print_report(report, "updated")
+    return 0
+
+
+def cmd_index_status(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from indexer import manifest as mf
+    from indexer.layout import IndexDir, list_indexes
+    from perspect.config import check_name, resolve_home
+
+    home = resolve_home(args.home)
+    names = [check_name(args.name)] if args.name else list_indexes(home)
+    rows = []
+    for name in names:
+        m = mf.load(IndexDir(home, name).current())
+        rows.append(m)
+    if args.json:
+        print(json.dumps({"home": str(home), "indexes": rows}, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        _console().print(f"no indexes in {home}  (build one: perspect index build --name NAME "
+                         "--perspectives FILE)")
+        return 0
+    t = Table(title=f"indexes in {home}")
+    for col in ("name", "version", "pool", "items", "retrievers", "sources", "updated"):
+        t.add_column(col)
+    for m in rows:
+        for i, (pool, e) in enumerate(m["pools"].items()):
+            srcs = [Path(s["path"]).name for s in m["sources"] if s["pool"] == pool]
+            t.add_row(m["name"] if i == 0 else "", m["version"] if i == 0 else "", pool,
+                      f"{e['count']:,}", ",".join(e["retrievers"]), ", ".join(dict.fromkeys(srcs)),
+                      m["updated_at"] if i == 0 else "")
+    _console().print(t)
+    return 0
+
+
+# -- search ------------------------------------------------------------------------------------
+def cmd_search(args: argparse.Namespace) -> int:
+    from perspect.api import Perspect
+
+    with Perspect.open(args.index, home=args.home) as p:
+        res = p.search(args.claim, k=args.k, pool=args.pool, retriever=args.retriever)
+    if args.json:
+        print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    from rich.table import Table
+
+    t = Table(title=f"{args.pool} for “{res.query}” ({res.retriever}, {res.took_ms:.1f} ms)")
+    t.add_column("#", justify="right")
+    t.add_column("score", justify="right")
+    t.add_column("id")
+    t.add_column("text")
+    for h in res.hits:
+        t.add_row(str(h.rank), f"{h.score:.2f}", h.id, h.text)
+    _console().print(t)
+    if not res.hits:
+        _console().print("[yellow]no matching items[/]")
+    return 0
+
+
+# -- parser ------------------------------------------------------------------------------------
+def _add_home(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--home", help="folder holding indexes (default: $PERSPECT_HOME or ./indexes)")
+
+
+def _add_pool_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--perspectives", action="append", metavar="PATH", help="perspective pool file")
+    p.add_argument("--evidence", action="append", metavar="PATH", help="evidence pool file")
+    p.add_argument("--news", action="append", metavar="PATH", help="news articles (JSONL or folder)")
+    p.add_argument("--format", choices=["json", "jsonl", "csv", "tsv", "txt"],
+                   help="input format (default: from the file extension)")
+    p.add_argument("--id-field", help="column/key holding the id (default: id, pId, eId, ...)")
+    p.add_argument("--text-field", help="column/key holding the text (default: text, ...)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="index the good records of a file and skip bad ones (default: refuse)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="perspect", description=__doc__.split(":")[0])
+    ap.add_argument("--version", action="version", version="perspect 0.1.0")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="fetch datasets").add_subparsers(dest="sub", required=True)
+    f = data.add_parser("fetch", help="download a dataset (or copy it with --from)")
+    f.add_argument("dataset", choices=["perspectrum"])
+    f.add_argument("--dest", help="target folder (default: data/perspectrum)")
+    f.add_argument("--from", dest="source", metavar="DIR", help="copy from a local folder instead")
+    f.set_defaults(func=cmd_data_fetch)
+
+    idx = sub.add_parser("index", help="build and maintain indexes").add_subparsers(
+        dest="sub", required=True)
+    b = idx.add_parser("build", help="build (or rebuild) an index from pool files")
+    b.add_argument("--name", required=True)
+    b.add_argument("--retrievers", default=None, help="comma-separated (default: bm25)")
+    _add_pool_inputs(b)
+    _add_home(b)
+    b.set_defaults(func=cmd_index_build)
+    a = idx.add_parser("add", help="add or replace items in an existing index")
+    a.add_argument("--name", required=True)
+    _add_pool_inputs(a)
+    _add_home(a)
+    a.set_defaults(func=cmd_index_add)
+    d = idx.add_parser("delete", help="delete items by id")
+    d.add_argument("--name", required=True)
+    d.add_argument("--pool", required=True, choices=POOLS)
+    d.add_argument("--ids", required=True, nargs="+")
+    d.add_argument("-q", "--quiet", action="store_true")
+    _add_home(d)
+    d.set_defaults(func=cmd_index_delete)
+    s = idx.add_parser("status", help="what is in each index")
+    s.add_argument("--name")
+    s.add_argument("--json", action="store_true")
+    _add_home(s)
+    s.set_defaults(func=cmd_index_status)
+
+    q = sub.add_parser("search", help="search an index for a claim")
+    q.add_argument("claim")
+    q.add_argument("--index", default="default")
+    q.add_argument("--k", type=int, default=20)
+    q.add_argument("--pool", default="perspectives", choices=POOLS)
+    q.add_argument("--retriever", default=None, help="which retriever (default: the index's first)")
+    q.add_argument("--json", action="store_true", help="print the documented JSON schema")
+    _add_home(q)
+    q.set_defaults(func=cmd_search)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PerspectError as e:
+        err = _console(stderr=True)
+        err.print(f"[bold red]error:[/] {e.message}", markup=True, highlight=False, soft_wrap=True)
+        if e.hint:
+            err.print(f"  [dim]hint:[/] {e.hint}", soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the index is unchanged", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

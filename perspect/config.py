@@ -1,0 +1,48 @@
+"""Where indexes and models live, and the typed configuration saved with every index."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perspect.errors import PerspectError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def default_home() -> Path:
+    """`$PERSPECT_HOME`, else `indexes/` in the working directory (the repository layout)."""
+    return Path(os.environ.get("PERSPECT_HOME") or "indexes")
+
+
+def resolve_home(home: str | Path | None) -> Path:
+    return Path(home) if home else default_home()
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise PerspectError(
+            f"bad index name {name!r}",
+            hint="use letters, digits, '.', '_' or '-' (at most 64 characters)",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How an index is built; saved in its manifest so a later add uses the same settings."""
+
+    retrievers: tuple[str, ...] = ("bm25",)
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["retrievers"] = list(self.retrievers)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> IndexConfig:
+        return cls(retrievers=tuple(d.get("retrievers", ("bm25",))), backends=d.get("backends", {}))

@@ -1,0 +1,1 @@
+"""Pairwise models over a claim (relevance, stance, equivalence, evidence, ClaimDiff) and training."""

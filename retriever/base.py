@@ -1,0 +1,88 @@
+"""The interface every retrieval backend implements (BM25 now; ColBERT and Elasticsearch beside it).
+
+A backend owns one folder inside one pool of one index version. It maps text to item ids with scores;
+the pool's `ItemStore` holds texts and metadata. Backends must be safe to clone file-by-file for the
+copy-on-write updates in `indexer.layout`: `immutable_file` tells which files may be hard-linked
+instead of copied.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from perspect.types import Item
+
+ProgressFn = Callable[[int], None]  # called with the number of items just processed
+
+
+class Backend(ABC):
+    kind: ClassVar[str]
+
+    def __init__(self, folder: Path, config: dict[str, Any]):
+        self.folder = Path(folder)
+        self.config = dict(config)
+
+    @classmethod
+    @abstractmethod
+    def create(cls, folder: Path, config: dict[str, Any]) -> Backend:
+        """Make an empty backend in `folder` (which does not exist yet)."""
+
+    @classmethod
+    @abstractmethod
+    def open(cls, folder: Path, config: dict[str, Any], writable: bool = False) -> Backend:
+        """Open an existing backend folder."""
+
+    @abstractmethod
+    def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
+        """Add items; an id already present is replaced."""
+
+    @abstractmethod
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Top-k (id, score), best first."""
+
+    @abstractmethod
+    def count(self) -> int: ...
+
+    def commit(self) -> None:
+        """Make pending writes durable; called once before a version is swapped in."""
+
+    def close(self) -> None:
+        """Release files and threads."""
+
+    @staticmethod
+    def immutable_file(name: str) -> bool:
+        """True if the file is never modified in place once written (so it can be hard-linked)."""
+        return False
+
+    @classmethod
+    def library_versions(cls) -> dict[str, str]:
+        return {}
+
+
+_REGISTRY: dict[str, type[Backend]] = {}
+
+
+def register(cls: type[Backend]) -> type[Backend]:
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def backend_class(kind: str) -> type[Backend]:
+    from perspect.errors import PerspectError
+
+    if kind not in _REGISTRY:
+        # Importing the module registers it; keeps heavy backends out of startup when unused.
+        import importlib
+
+        modules = {"bm25": "retriever.bm25"}
+        if kind in modules:
+            importlib.import_module(modules[kind])
+    if kind not in _REGISTRY:
+        raise PerspectError(f"unknown retriever {kind!r}", hint=f"known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[kind]

@@ -1,0 +1,1 @@
+"""The Textual terminal UI (`perspect tui`). Only this package imports textual."""
