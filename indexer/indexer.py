@@ -57,8 +57,9 @@ def read_source(src: Source) -> ReadReport:
     if src.pool == "news":
         return read_news(src.path)
     prefix = {"perspectives": "p", "evidence": "e"}[src.pool]
-    return read_pool(src.path, fmt=src.fmt, id_field=src.id_field, text_field=src.text_field,
-                     id_prefix=prefix)
+    return read_pool(
+        src.path, fmt=src.fmt, id_field=src.id_field, text_field=src.text_field, id_prefix=prefix
+    )
 
 
 class Indexer:
@@ -132,8 +133,13 @@ class Indexer:
                 manifest["pools"][pool] = self._pool_entry(store, manifest)
                 store.close()
                 manifest["operations"].append(
-                    {"op": "delete", "pool": pool, "requested": len(ids), "deleted": len(present),
-                     "at": mf.now()}
+                    {
+                        "op": "delete",
+                        "pool": pool,
+                        "requested": len(ids),
+                        "deleted": len(present),
+                        "at": mf.now(),
+                    }
                 )
                 mf.save(version, manifest)
             except BaseException:
@@ -141,8 +147,11 @@ class Indexer:
                 raise
             self.dir.publish(version)
         return WriteReport(
-            index=self.name, version=version.name, counts=self._counts(manifest),
-            deleted={pool: len(present)}, not_found={pool: len(ids) - len(present)},
+            index=self.name,
+            version=version.name,
+            counts=self._counts(manifest),
+            deleted={pool: len(present)},
+            not_found={pool: len(ids) - len(present)},
         )
 
     # -- internals -----------------------------------------------------------------------------
@@ -165,8 +174,9 @@ class Indexer:
         with self.reporter.stage("copying the live version (copy-on-write)"):
             return self.dir.new_version(clone_from=live, immutable=immutable)
 
-    def _open_backends(self, pool_dir: Path, manifest: dict[str, Any], writable: bool,
-                       create: bool = False) -> list[Backend]:
+    def _open_backends(
+        self, pool_dir: Path, manifest: dict[str, Any], writable: bool, create: bool = False
+    ) -> list[Backend]:
         cfg = IndexConfig.from_json(manifest["config"])
         out = []
         for kind in cfg.retrievers:
@@ -176,8 +186,13 @@ class Indexer:
             out.append(cls.create(folder, opts) if create else cls.open(folder, opts, writable))
         return out
 
-    def _write(self, version: Path, manifest: dict[str, Any],
-               batches: list[tuple[Source, ReadReport]], op: str) -> WriteReport:
+    def _write(
+        self,
+        version: Path,
+        manifest: dict[str, Any],
+        batches: list[tuple[Source, ReadReport]],
+        op: str,
+    ) -> WriteReport:
         added: dict[str, int] = {}
         replaced: dict[str, int] = {}
         dup_ids = dup_texts = bad = 0
@@ -195,12 +210,18 @@ class Indexer:
             dup_ids += len(rep.duplicate_ids)
             dup_texts += rep.duplicate_texts
             bad += len(rep.errors)
-            manifest["sources"].append({
-                "pool": src.pool, **mf.file_fingerprint(Path(src.path)), "op": op,
-                "records": len(rep.items), "skipped_bad": len(rep.errors),
-                "duplicate_ids": len(rep.duplicate_ids), "duplicate_texts": rep.duplicate_texts,
-                "at": mf.now(),
-            })
+            manifest["sources"].append(
+                {
+                    "pool": src.pool,
+                    **mf.file_fingerprint(Path(src.path)),
+                    "op": op,
+                    "records": len(rep.items),
+                    "skipped_bad": len(rep.errors),
+                    "duplicate_ids": len(rep.duplicate_ids),
+                    "duplicate_texts": rep.duplicate_texts,
+                    "at": mf.now(),
+                }
+            )
         libs: dict[str, str] = {}
         for pool, items in by_pool.items():
             pool_dir = version / pool
@@ -220,8 +241,14 @@ class Indexer:
         manifest["libraries"] = mf.library_versions(libs)
         mf.save(version, manifest)
         return WriteReport(
-            index=self.name, version=version.name, counts=self._counts(manifest), added=added,
-            replaced=replaced, skipped_bad=bad, duplicate_ids=dup_ids, duplicate_texts=dup_texts,
+            index=self.name,
+            version=version.name,
+            counts=self._counts(manifest),
+            added=added,
+            replaced=replaced,
+            skipped_bad=bad,
+            duplicate_ids=dup_ids,
+            duplicate_texts=dup_texts,
         )
 
     def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:

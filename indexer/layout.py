@@ -78,7 +78,9 @@ class IndexDir:
             known = list_indexes(self.home)
             hint = f"build it: perspect index build --name {self.name} --perspectives FILE"
             if self.root.exists():
-                msg = f"index {self.name!r} has no completed build (an earlier build was interrupted)"
+                msg = (
+                    f"index {self.name!r} has no completed build (an earlier build was interrupted)"
+                )
             else:
                 msg = f"no index named {self.name!r} in {self.home}"
                 if known:
@@ -116,8 +118,9 @@ class IndexDir:
                 if d.name != live:
                     shutil.rmtree(d, ignore_errors=True)
 
-    def new_version(self, clone_from: Path | None = None,
-                    immutable: Callable[[Path], bool] | None = None) -> Path:
+    def new_version(
+        self, clone_from: Path | None = None, immutable: Callable[[Path], bool] | None = None
+    ) -> Path:
         live = self.current_name()
         n = int(live.split("-")[0][1:]) + 1 if live else 1
         name = f"v{n:06d}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"

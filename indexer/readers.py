@@ -79,11 +79,15 @@ def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
     if b"\x00" in data[:8192]:
         raise InputError(str(p), "looks like a binary file (NUL bytes), expected text")
     try:
-        return data.decode("utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding)
+        return data.decode(
+            "utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding
+        )
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise InputError(
-            str(p), f"not valid {encoding} (byte 0x{data[e.start]:02x})", line=line,
+            str(p),
+            f"not valid {encoding} (byte 0x{data[e.start]:02x})",
+            line=line,
             hint="convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
         ) from None
     except LookupError:
@@ -183,7 +187,7 @@ def read_pool(
         if isinstance(data, dict) and isinstance(data.get("data"), list):
             data = data["data"]
         if not isinstance(data, list):
-            raise InputError(str(p), "expected a JSON list of records (or {\"data\": [...]})")
+            raise InputError(str(p), 'expected a JSON list of records (or {"data": [...]})')
         col.unit = "record"
         for i, rec in enumerate(data, start=1):
             col.add_record(rec, i)

@@ -45,7 +45,10 @@ class ItemStore:
             self._db.executemany(
                 "INSERT INTO items (id, text, metadata) VALUES (?, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET text=excluded.text, metadata=excluded.metadata",
-                [(it.id, it.text, json.dumps(dict(it.metadata), ensure_ascii=False)) for it in items],
+                [
+                    (it.id, it.text, json.dumps(dict(it.metadata), ensure_ascii=False))
+                    for it in items
+                ],
             )
         return replaced
 

@@ -1,8 +1,8 @@
 """The public Python API.
 
-    from perspect import Perspect
-    p = Perspect.open("default")
-    p.search("animals should have lawful rights")
+from perspect import Perspect
+p = Perspect.open("default")
+p.search("animals should have lawful rights")
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ class Perspect:
     def manifest(self) -> dict:
         return self._searcher.manifest
 
-    def search(self, claim: str, k: int = 20, pool: str = "perspectives",
-               retriever: str | None = None) -> HitList:
+    def search(
+        self, claim: str, k: int = 20, pool: str = "perspectives", retriever: str | None = None
+    ) -> HitList:
         """Top-k items of `pool` for `claim` (BM25 retrieval; the full pipeline builds on this)."""
         return self._searcher.search(claim, pool=pool, k=k, retriever=retriever)
 

@@ -14,7 +14,7 @@ from perspect.types import POOLS
 def _console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -36,8 +36,15 @@ def _sources(args: argparse.Namespace):
     out = []
     for pool in POOLS:
         for path in getattr(args, pool) or []:
-            out.append(Source(pool=pool, path=Path(path), fmt=args.format,
-                              id_field=args.id_field, text_field=args.text_field))
+            out.append(
+                Source(
+                    pool=pool,
+                    path=Path(path),
+                    fmt=args.format,
+                    id_field=args.id_field,
+                    text_field=args.text_field,
+                )
+            )
     return out
 
 
@@ -65,8 +72,13 @@ def _indexer(args: argparse.Namespace, reporter):
     config = None
     if getattr(args, "retrievers", None):
         config = IndexConfig(retrievers=tuple(r.strip() for r in args.retrievers.split(",")))
-    return Indexer(args.name, home=args.home, config=config, reporter=reporter,
-                   skip_bad=getattr(args, "skip_bad", False))
+    return Indexer(
+        args.name,
+        home=args.home,
+        config=config,
+        reporter=reporter,
+        skip_bad=getattr(args, "skip_bad", False),
+    )
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
@@ -116,8 +128,10 @@ def cmd_index_status(args: argparse.Namespace) -> int:
         print(json.dumps({"home": str(home), "indexes": rows}, indent=2, ensure_ascii=False))
         return 0
     if not rows:
-        _console().print(f"no indexes in {home}  (build one: perspect index build --name NAME "
-                         "--perspectives FILE)")
+        _console().print(
+            f"no indexes in {home}  (build one: perspect index build --name NAME "
+            "--perspectives FILE)"
+        )
         return 0
     t = Table(title=f"indexes in {home}")
     for col in ("name", "version", "pool", "items", "retrievers", "sources", "updated"):
@@ -125,9 +139,15 @@ def cmd_index_status(args: argparse.Namespace) -> int:
     for m in rows:
         for i, (pool, e) in enumerate(m["pools"].items()):
             srcs = [Path(s["path"]).name for s in m["sources"] if s["pool"] == pool]
-            t.add_row(m["name"] if i == 0 else "", m["version"] if i == 0 else "", pool,
-                      f"{e['count']:,}", ",".join(e["retrievers"]), ", ".join(dict.fromkeys(srcs)),
-                      m["updated_at"] if i == 0 else "")
+            t.add_row(
+                m["name"] if i == 0 else "",
+                m["version"] if i == 0 else "",
+                pool,
+                f"{e['count']:,}",
+                ",".join(e["retrievers"]),
+                ", ".join(dict.fromkeys(srcs)),
+                m["updated_at"] if i == 0 else "",
+            )
     _console().print(t)
     return 0
 
@@ -164,13 +184,21 @@ def _add_home(p: argparse.ArgumentParser) -> None:
 def _add_pool_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--perspectives", action="append", metavar="PATH", help="perspective pool file")
     p.add_argument("--evidence", action="append", metavar="PATH", help="evidence pool file")
-    p.add_argument("--news", action="append", metavar="PATH", help="news articles (JSONL or folder)")
-    p.add_argument("--format", choices=["json", "jsonl", "csv", "tsv", "txt"],
-                   help="input format (default: from the file extension)")
+    p.add_argument(
+        "--news", action="append", metavar="PATH", help="news articles (JSONL or folder)"
+    )
+    p.add_argument(
+        "--format",
+        choices=["json", "jsonl", "csv", "tsv", "txt"],
+        help="input format (default: from the file extension)",
+    )
     p.add_argument("--id-field", help="column/key holding the id (default: id, pId, eId, ...)")
     p.add_argument("--text-field", help="column/key holding the text (default: text, ...)")
-    p.add_argument("--skip-bad", action="store_true",
-                   help="index the good records of a file and skip bad ones (default: refuse)")
+    p.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="index the good records of a file and skip bad ones (default: refuse)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
@@ -187,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=cmd_data_fetch)
 
     idx = sub.add_parser("index", help="build and maintain indexes").add_subparsers(
-        dest="sub", required=True)
+        dest="sub", required=True
+    )
     b = idx.add_parser("build", help="build (or rebuild) an index from pool files")
     b.add_argument("--name", required=True)
     b.add_argument("--retrievers", default=None, help="comma-separated (default: bm25)")

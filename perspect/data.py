@@ -46,8 +46,9 @@ def _check_json(path: Path, origin: str) -> None:
         raise PerspectError(f"{origin}: not valid JSON ({e})") from None
 
 
-def fetch_perspectrum(dest: str | Path | None = None, source: str | Path | None = None,
-                      timeout: float = 30.0) -> list[Path]:
+def fetch_perspectrum(
+    dest: str | Path | None = None, source: str | Path | None = None, timeout: float = 30.0
+) -> list[Path]:
     """Put the PERSPECTRUM files in `dest`; returns the files written."""
     dest = Path(dest or DEFAULT_DEST)
     dest.mkdir(parents=True, exist_ok=True)

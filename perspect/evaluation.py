@@ -21,8 +21,11 @@ class PRF:
         return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
     def to_json(self, scale: float = 100.0) -> dict[str, float]:
-        return {"precision": round(self.precision * scale, 2), "recall": round(self.recall * scale, 2),
-                "f1": round(self.f1 * scale, 2)}
+        return {
+            "precision": round(self.precision * scale, 2),
+            "recall": round(self.recall * scale, 2),
+            "f1": round(self.f1 * scale, 2),
+        }
 
 
 def claim_pr(returned: Sequence[int], clusters: Sequence[Iterable[int]]) -> tuple[float, float]:

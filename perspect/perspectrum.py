@@ -51,14 +51,18 @@ def load_claims(folder: str | Path, split: str | None = None) -> list[Claim]:
         if split is not None and s != split:
             continue
         clusters = tuple(
-            Cluster(tuple(int(p) for p in c["pids"]), c["stance_label_3"],
-                    tuple(int(e) for e in c.get("evidence", [])))
+            Cluster(
+                tuple(int(p) for p in c["pids"]),
+                c["stance_label_3"],
+                tuple(int(e) for e in c.get("evidence", [])),
+            )
             for c in rec["perspectives"]
         )
         out.append(Claim(int(rec["cId"]), rec["text"], s or "", clusters))
     if split is not None and not out:
-        raise PerspectError(f"no {split!r} claims in {folder}",
-                            hint="the test split is held out; use --split dev")
+        raise PerspectError(
+            f"no {split!r} claims in {folder}", hint="the test split is held out; use --split dev"
+        )
     return out
 
 

@@ -83,7 +83,9 @@ def validate_claim(claim: object) -> str:
         raise ClaimError(f"a claim must be text, got {type(claim).__name__}")
     text = " ".join(claim.split())
     if not text:
-        raise ClaimError("the claim is empty", hint='type a statement, e.g. "animals should have rights"')
+        raise ClaimError(
+            "the claim is empty", hint='type a statement, e.g. "animals should have rights"'
+        )
     if len(text) > MAX_CLAIM_CHARS:
         raise ClaimError(
             f"the claim is {len(text):,} characters long; the limit is {MAX_CLAIM_CHARS:,}",

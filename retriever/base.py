@@ -84,5 +84,7 @@ def backend_class(kind: str) -> type[Backend]:
         if kind in modules:
             importlib.import_module(modules[kind])
     if kind not in _REGISTRY:
-        raise PerspectError(f"unknown retriever {kind!r}", hint=f"known: {', '.join(sorted(_REGISTRY))}")
+        raise PerspectError(
+            f"unknown retriever {kind!r}", hint=f"known: {', '.join(sorted(_REGISTRY))}"
+        )
     return _REGISTRY[kind]

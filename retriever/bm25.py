@@ -118,7 +118,10 @@ class TantivyBM25(Backend):
         if not terms or k <= 0:
             return []
         q = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in terms]
+            [
+                (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t))
+                for t in terms
+            ]
         )
         searcher = self._index.searcher()
         res = searcher.search(q, limit=k, count=False)

@@ -59,8 +59,9 @@ class Searcher:
             )
         return self._backends[key]
 
-    def search(self, query: str, pool: str = "perspectives", k: int = 20,
-               retriever: str | None = None) -> HitList:
+    def search(
+        self, query: str, pool: str = "perspectives", k: int = 20, retriever: str | None = None
+    ) -> HitList:
         query = validate_claim(query)
         if not 1 <= int(k) <= MAX_K:
             raise PerspectError(f"k must be between 1 and {MAX_K}, got {k}")
@@ -72,8 +73,13 @@ class Searcher:
             Hit(id=i, text=items[i].text, score=s, rank=r, pool=pool, metadata=items[i].metadata)
             for r, (i, s) in enumerate(((i, s) for i, s in scored if i in items), start=1)
         )
-        return HitList(query=query, pool=pool, retriever=kind, hits=hits,
-                       took_ms=(time.perf_counter() - t0) * 1000)
+        return HitList(
+            query=query,
+            pool=pool,
+            retriever=kind,
+            hits=hits,
+            took_ms=(time.perf_counter() - t0) * 1000,
+        )
 
     def _check_pool(self, pool: str) -> None:
         if pool not in POOLS:

@@ -22,19 +22,35 @@ PERSPECTIVES = [
     {"pId": 6, "text": "Eating meat is natural for humans.", "source": "test"},
 ]
 EVIDENCE = [
-    {"eId": 10, "text": "Studies show that mammals have nociceptors and experience pain much "
-                        "like humans do, which is why many countries protect them by law.",
-     "source": "test"},
-    {"eId": 11, "text": "Reactors emit almost no carbon dioxide while generating electricity.",
-     "source": "test"},
+    {
+        "eId": 10,
+        "text": "Studies show that mammals have nociceptors and experience pain much "
+        "like humans do, which is why many countries protect them by law.",
+        "source": "test",
+    },
+    {
+        "eId": 11,
+        "text": "Reactors emit almost no carbon dioxide while generating electricity.",
+        "source": "test",
+    },
 ]
 NEWS = [
-    {"id": "a1", "title": "Parliament debates animal law", "source": "Daily Planet",
-     "date": "2026-01-02", "url": "https://example.org/a1",
-     "text": "Parliament debated animal rights on Monday. Dr. Smith said pets feel pain.\n\n"
-             "The vote is expected in March."},
-    {"id": "a2", "title": "Energy", "outlet": "The Sun", "date": "2026-02-03",
-     "text": "Nuclear plants produce little carbon. Critics disagree."},
+    {
+        "id": "a1",
+        "title": "Parliament debates animal law",
+        "source": "Daily Planet",
+        "date": "2026-01-02",
+        "url": "https://example.org/a1",
+        "text": "Parliament debated animal rights on Monday. Dr. Smith said pets feel pain.\n\n"
+        "The vote is expected in March.",
+    },
+    {
+        "id": "a2",
+        "title": "Energy",
+        "outlet": "The Sun",
+        "date": "2026-02-03",
+        "text": "Nuclear plants produce little carbon. Critics disagree.",
+    },
 ]
 
 
@@ -68,9 +84,7 @@ def home(tmp_path: Path) -> Path:
 def built(pools, home):
     from indexer.indexer import Indexer, Source
 
-    Indexer("tiny", home=home).build(
-        [Source(pool, path) for pool, path in pools.items()]
-    )
+    Indexer("tiny", home=home).build([Source(pool, path) for pool, path in pools.items()])
     return home
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 
 import pytest
@@ -21,7 +22,7 @@ def test_build_then_relevant_item_ranks_first(built):
     hits = p.search("Should students wear school uniforms?").hits
     assert hits[0].id == "3" and {h.id for h in hits[:2]} == {"3", "5"}
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:], strict=False))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
     ev = p.search("do animals feel pain", pool="evidence").hits
     assert ev[0].id == "10" and ev[0].metadata["source"] == "test"
     news = p.search("animal rights parliament", pool="news").hits
@@ -49,10 +50,13 @@ def test_manifest_records_sources_config_and_versions(built, pools):
 
 def test_add_replace_and_delete_in_place(built, tmp_path):
     idx = Indexer("tiny", home=built)
-    new = write_jsonl(tmp_path / "more.jsonl", [
-        {"id": "7", "text": "Wind turbines kill birds."},
-        {"id": "3", "text": "School uniforms make children equal."},  # replaces id 3
-    ])
+    new = write_jsonl(
+        tmp_path / "more.jsonl",
+        [
+            {"id": "7", "text": "Wind turbines kill birds."},
+            {"id": "3", "text": "School uniforms make children equal."},  # replaces id 3
+        ],
+    )
     rep = idx.add([Source("perspectives", new)])
     assert rep.added == {"perspectives": 1} and rep.replaced == {"perspectives": 1}
     p = Perspect.open("tiny", home=built)
@@ -80,7 +84,7 @@ def test_bad_input_loses_nothing(built, tmp_path):
     version = before.manifest["version"]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "9", "text": "ok"}\n{not json}\n')
-    with pytest.raises(InputError, match="bad.jsonl:2"):
+    with pytest.raises(InputError, match=r"bad\.jsonl:2"):
         Indexer("tiny", home=built).add([Source("perspectives", bad)])
     with pytest.raises(InputError, match="empty"):
         (tmp_path / "empty.json").write_text("")
@@ -141,5 +145,9 @@ def test_rebuild_replaces_content(built, tmp_path):
     Indexer("tiny", home=built).build([Source("perspectives", p)])
     got = Perspect.open("tiny", home=built)
     assert got.pools == {"perspectives": 1}
-    assert json.loads((built / "tiny" / "versions" / got.manifest["version"] /
-                       "manifest.json").read_text())["version"] == got.manifest["version"]
+    assert (
+        json.loads(
+            (built / "tiny" / "versions" / got.manifest["version"] / "manifest.json").read_text()
+        )["version"]
+        == got.manifest["version"]
+    )

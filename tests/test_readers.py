@@ -20,7 +20,9 @@ def test_jsonl_csv_tsv_txt(tmp_path):
     (tmp_path / "a.csv").write_text("doc,body,topic\nx1,First text,law\nx2,Second text,tax\n")
     rep = read_pool(tmp_path / "a.csv", id_field="doc", text_field="body")
     assert [(i.id, i.text, dict(i.metadata)) for i in rep.items] == [
-        ("x1", "First text", {"topic": "law"}), ("x2", "Second text", {"topic": "tax"})]
+        ("x1", "First text", {"topic": "law"}),
+        ("x2", "Second text", {"topic": "tax"}),
+    ]
     (tmp_path / "a.tsv").write_text("id\ttext\n7\tTabbed text\n")
     assert read_pool(tmp_path / "a.tsv").items[0].id == "7"
     write_jsonl(tmp_path / "a.jsonl", [{"id": "j", "text": "Json line", "lang": "en"}])
@@ -34,8 +36,11 @@ def test_jsonl_csv_tsv_txt(tmp_path):
 
 def test_normalisation_and_duplicates(tmp_path):
     assert normalize_text("  Cafe\u0301   au\tlait \n") == "Café au lait"
-    rows = [{"id": 1, "text": "Same  text"}, {"id": 2, "text": "same text"},
-            {"id": 1, "text": "other"}]
+    rows = [
+        {"id": 1, "text": "Same  text"},
+        {"id": 2, "text": "same text"},
+        {"id": 1, "text": "other"},
+    ]
     rep = read_pool(write_jsonl(tmp_path / "d.jsonl", rows))
     assert [i.id for i in rep.items] == ["1", "2"]
     assert rep.items[0].text == "Same text"
@@ -68,12 +73,16 @@ def test_wrong_encoding_names_the_line(tmp_path):
 
 def test_bad_records_reported_with_line_and_refused(tmp_path):
     p = tmp_path / "bad.jsonl"
-    p.write_text('{"id": 1, "text": "fine"}\n{"id": 2, "text": \n{"id": 3}\n{"id": 4, "text": " "}\n')
+    p.write_text(
+        '{"id": 1, "text": "fine"}\n{"id": 2, "text": \n{"id": 3}\n{"id": 4, "text": " "}\n'
+    )
     rep = read_pool(p)
     assert [i.id for i in rep.items] == ["1"]
     assert [(e.line, e.reason.split(":")[0]) for e in rep.errors] == [
-        (2, "malformed JSON"), (3, "missing text field (text/perspective/evidence)"),
-        (4, "empty text")]
+        (2, "malformed JSON"),
+        (3, "missing text field (text/perspective/evidence)"),
+        (4, "empty text"),
+    ]
     with pytest.raises(InputError) as e:
         rep.check()
     assert "bad.jsonl:2" in str(e.value) and "--skip-bad" in str(e.value)
@@ -92,10 +101,19 @@ def test_news_sentences_keep_article_metadata(tmp_path):
     first = rep.items[0]
     assert first.id == "a1#0"
     assert dict(first.metadata) == {
-        "article_id": "a1", "title": "Parliament debates animal law", "outlet": "Daily Planet",
-        "date": "2026-01-02", "url": "https://example.org/a1", "position": 0}
+        "article_id": "a1",
+        "title": "Parliament debates animal law",
+        "outlet": "Daily Planet",
+        "date": "2026-01-02",
+        "url": "https://example.org/a1",
+        "position": 0,
+    }
     assert rep.items[-1].metadata["outlet"] == "The Sun"
-    assert [i.metadata["position"] for i in rep.items if i.metadata["article_id"] == "a1"] == [0, 1, 2]
+    assert [i.metadata["position"] for i in rep.items if i.metadata["article_id"] == "a1"] == [
+        0,
+        1,
+        2,
+    ]
 
 
 def test_news_folder_of_text_files(tmp_path):
