@@ -37,7 +37,7 @@ def du(path: Path) -> int:
 
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
 def latency(p: Perspect, queries: list[str], pool: str, k: int) -> dict[str, float]:
@@ -88,8 +88,10 @@ def main() -> int:
         n = p.pools[pool]
         size = du(p._searcher.version / pool)
         lat = latency(p, queries, pool, k)
-        print(f"| {pool} | {n:,} | {build:.2f} | {n / build:,.0f} | {size / 2**20:.1f} | "
-              f"{len(queries)} (k={k}) | {lat['qps']:,.0f} | {lat['p50']:.2f} | {lat['p95']:.2f} |")
+        print(
+            f"| {pool} | {n:,} | {build:.2f} | {n / build:,.0f} | {size / 2**20:.1f} | "
+            f"{len(queries)} (k={k}) | {lat['qps']:,.0f} | {lat['p50']:.2f} | {lat['p95']:.2f} |"
+        )
     print("\n(perspectives: full build; evidence: `index add` of the pool to the live index)")
 
     p = Perspect.open("bench", home=home)
@@ -98,14 +100,18 @@ def main() -> int:
     for k in range(1, args.kmax + 1):
         m = macro(claim_pr(ranked[c.cid][:k], [cl.pids for cl in c.clusters]) for c in dev)
         rows.append((k, m))
-    best_k, best = max(rows, key=lambda r: r[1].f1)
-    print(f"\n# PERSPECTRUM T1 (perspective relevance), IR baseline, dev split ({len(dev)} claims)\n")
+    best_k, _ = max(rows, key=lambda r: r[1].f1)
+    print(
+        f"\n# PERSPECTRUM T1 (perspective relevance), IR baseline, dev split ({len(dev)} claims)\n"
+    )
     print("| top-k | precision | recall | F1 |")
     print("|---|---|---|---|")
     for k, m in rows:
         if k in (1, 3, 5, 10, 15, 20, 30, 50) or k == best_k:
             mark = " ← best on dev" if k == best_k else ""
-            print(f"| {k} | {100 * m.precision:.1f} | {100 * m.recall:.1f} | {100 * m.f1:.1f}{mark} |")
+            print(
+                f"| {k} | {100 * m.precision:.1f} | {100 * m.recall:.1f} | {100 * m.f1:.1f}{mark} |"
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS: {rss:.0f} MiB")
     return 0

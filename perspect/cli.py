@@ -176,6 +176,43 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- models ------------------------------------------------------------------------------------
+DEFAULT_MODEL = Path("models") / "pair"
+DEFAULT_DATA = Path("data") / "perspectrum"
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from perspect.progress import RichReporter
+    from reranker.model import TASKS
+    from reranker.train import train
+
+    tasks = TASKS if args.task == "all" else (args.task,)
+    with RichReporter(quiet=args.quiet) as rep:
+        model = train(
+            args.data,
+            args.out,
+            tasks=tasks,
+            base=args.base,
+            profile=args.profile,
+            reporter=rep,
+            log=lambda m: _console(stderr=True).print(m),
+        )
+    m = model.manifest
+    _console().print(
+        f"[green]✓[/] trained {', '.join(tasks)} in {m['total_seconds']:.0f} s → {args.out}"
+    )
+    _console().print(f"  thresholds: {m['thresholds']}")
+    if "dev_metrics" in m:
+        _console().print(f"  dev: {json.dumps(m['dev_metrics'])}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from perspect.eval_cli import run_eval
+
+    return run_eval(args)
+
+
 # -- parser ------------------------------------------------------------------------------------
 def _add_home(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="folder holding indexes (default: $PERSPECT_HOME or ./indexes)")
@@ -240,6 +277,35 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     _add_home(s)
     s.set_defaults(func=cmd_index_status)
+
+    t = sub.add_parser("train", help="train the pairwise models on PERSPECTRUM train")
+    t.add_argument(
+        "--task", default="all", choices=["all", "relevance", "stance", "equivalence", "evidence"]
+    )
+    t.add_argument(
+        "--base",
+        default=None,
+        help="base encoder: folder or hub id (default: packaged all-MiniLM-L6-v2)",
+    )
+    t.add_argument("--profile", default="full", choices=["quick", "full"])
+    t.add_argument("--data", default=str(DEFAULT_DATA), help="folder with the PERSPECTRUM files")
+    t.add_argument("--out", default=str(DEFAULT_MODEL), help="model folder to write")
+    t.add_argument("-q", "--quiet", action="store_true")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("eval", help="evaluate on a benchmark").add_subparsers(
+        dest="sub", required=True
+    )
+    ep = e.add_parser("perspectrum", help="PERSPECTRUM T1-T5 (Chen et al. 2019, section 5)")
+    ep.add_argument("--data", default=str(DEFAULT_DATA))
+    ep.add_argument("--split", default="dev", choices=["train", "dev", "test"])
+    ep.add_argument("--model", default=str(DEFAULT_MODEL))
+    ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
+    ep.add_argument("--k-evid", type=int, default=None, help="evidence candidates per perspective")
+    ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
+    ep.add_argument("--json", action="store_true")
+    ep.add_argument("-q", "--quiet", action="store_true")
+    ep.set_defaults(func=cmd_eval)
 
     q = sub.add_parser("search", help="search an index for a claim")
     q.add_argument("claim")

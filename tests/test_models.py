@@ -1,0 +1,133 @@
+"""Pairwise models: a tiny BERT built here trains, saves, loads; manifest checks; calibration."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from perspect.errors import ModelError
+from perspect.progress import NullReporter
+from reranker.data import Example
+from reranker.model import PairModel
+from reranker.roles import Equivalence, Evidence, Relevance, Stance, pair_for, relevance_and_stance
+from reranker.train import Profile, fit_platt, length_bucketed_batches, train_steps
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory):
+    """A 2-layer, 32-wide random BERT with the packaged MiniLM tokenizer: seconds to train."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from reranker.model import resolve_base
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tok = AutoTokenizer.from_pretrained(resolve_base(None))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+    )
+    torch.manual_seed(0)
+    BertModel(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+def _toy(n: int = 32) -> list[Example]:
+    rnd = random.Random(0)
+    out = []
+    for i in range(n):
+        pos = i % 2 == 0
+        b = "cats are wonderful pets" if pos else "taxes fund the roads"
+        out.append(Example("relevance", f"claim about cats {rnd.random():.2f}", b, float(pos)))
+    return out
+
+
+def test_tiny_model_learns_and_round_trips(tiny_base, tmp_path):
+    model = PairModel.from_base(tiny_base)
+    ex = _toy()
+    pairs = [(e.a, e.b) for e in ex]
+    labels = np.array([e.label for e in ex])
+
+    def loss() -> float:
+        z = model.logits(pairs, ["relevance"])["relevance"]
+        return float(
+            torch.nn.functional.binary_cross_entropy_with_logits(
+                torch.tensor(z), torch.tensor(labels, dtype=torch.float32)
+            )
+        )
+
+    before = loss()
+    prof = Profile("t", None, None, {}, batch_size=8, lr=3e-3, max_minutes=1.0, warmup=0.0)
+    batches = [ex[i : i + 8] for i in range(0, 32, 8)] * 6
+    stats = train_steps(model, batches, prof, NullReporter(), print)
+    assert stats["batches_done"] == 24
+    assert loss() < before * 0.8
+
+    model.manifest["thresholds"]["relevance"] = 0.42
+    model.save(tmp_path / "m")
+    again = PairModel.load(tmp_path / "m", tasks=["relevance", "stance"])
+    np.testing.assert_allclose(
+        again.logits(pairs, ["relevance", "stance"])["stance"],
+        model.logits(pairs, ["relevance", "stance"])["stance"],
+        atol=1e-5,
+    )
+    assert Relevance(again).threshold == 0.42
+    m = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert m["base_model"] == tiny_base and m["format"] == "perspect.pairmodel/1"
+
+
+def test_roles_share_one_model(tiny_base):
+    model = PairModel.from_base(tiny_base)
+    rel, st = relevance_and_stance(model, "zoos should be banned", ["zoos save species", "no"])
+    assert rel.shape == st.shape == (2,) and np.all((rel > 0) & (rel < 1))
+    np.testing.assert_allclose(
+        Relevance(model).predict([("zoos should be banned", "no")]), rel[1:], atol=1e-5
+    )
+    assert Stance(model).task == "stance"
+    assert Equivalence(model).score("c", [("a", "b")]).shape == (1,)
+    assert Evidence(model).score("c", "p", ["para one", "para two"]).shape == (2,)
+    assert pair_for("evidence", "c", "p", "x") == ("c [SEP] p", "x")
+
+
+def test_load_refuses_missing_or_incompatible(tiny_base, tmp_path):
+    with pytest.raises(ModelError, match=r"manifest\.json missing"):
+        PairModel.load(tmp_path / "nothing")
+    model = PairModel.from_base(tiny_base, tasks=["relevance"])
+    model.save(tmp_path / "m")
+    with pytest.raises(ModelError, match="not trained for stance"):
+        PairModel.load(tmp_path / "m", tasks=["stance"])
+    mp = tmp_path / "m" / "manifest.json"
+    mp.write_text(json.dumps({**json.loads(mp.read_text()), "format": "other/9"}))
+    with pytest.raises(ModelError, match="other/9"):
+        PairModel.load(tmp_path / "m")
+    model.save(tmp_path / "m2")
+    (tmp_path / "m2" / "heads.pt").unlink()
+    with pytest.raises(ModelError, match=r"heads\.pt missing"):
+        PairModel.load(tmp_path / "m2")
+    shutil.rmtree(tmp_path / "m2")
+
+
+def test_platt_recovers_known_scaling():
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=4000) * 3
+    y = (rng.random(4000) < 1 / (1 + np.exp(-(0.5 * z - 1.0)))).astype(float)
+    c = fit_platt(z, y)
+    assert c["a"] == pytest.approx(0.5, abs=0.1) and c["b"] == pytest.approx(-1.0, abs=0.15)
+    assert fit_platt(z, np.ones_like(z)) == {"a": 1.0, "b": 0.0}
+
+
+def test_length_bucketing_covers_everything_and_groups_lengths():
+    ex = [Example("stance", "x" * n, "y", 1.0) for n in range(1, 201)]
+    batches = length_bucketed_batches(ex, 10, random.Random(1))
+    assert sorted(len(e.a) for b in batches for e in b) == list(range(1, 201))
+    spread = max(max(len(e.a) for e in b) - min(len(e.a) for e in b) for b in batches)
+    assert spread <= 10

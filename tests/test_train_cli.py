@@ -1,0 +1,128 @@
+"""`perspect train --profile quick` and `perspect eval perspectrum` end to end on the shared data."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from .conftest import perspect_cmd
+
+pytestmark = [pytest.mark.data, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def quick_model(tmp_path_factory):
+    from .conftest import PERSPECTRUM
+
+    if not (PERSPECTRUM / "perspectrum_with_answers_v1.0.json").is_file():
+        pytest.skip(f"shared PERSPECTRUM data not found at {PERSPECTRUM}")
+    out = tmp_path_factory.mktemp("models") / "quick"
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [
+            *perspect_cmd(),
+            "train",
+            "--profile",
+            "quick",
+            "--data",
+            str(PERSPECTRUM),
+            "--out",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out, time.perf_counter() - t0
+
+
+def test_quick_profile_trains_and_saves_a_manifest(quick_model):
+    out, seconds = quick_model
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["tasks"] == ["relevance", "stance", "equivalence", "evidence"]
+    assert {d["file"] for d in m["data"]} >= {
+        "perspectrum_with_answers_v1.0.json",
+        "dataset_split_v1.0.json",
+    }
+    assert all(len(d["sha256"]) == 64 for d in m["data"])
+    assert set(m["thresholds"]) == set(m["tasks"]) and set(m["calibration"]) == set(m["tasks"])
+    assert m["training"]["batches_done"] > 0 and m["claims"]["tune"] > 0
+    assert m["total_seconds"] < 60, "the quick profile must stay under a minute of training"
+    assert seconds < 180  # process start, imports and model load included, on a loaded CI box
+
+
+def test_eval_prints_the_documented_json(quick_model):
+    from .conftest import PERSPECTRUM
+
+    out, _ = quick_model
+    r = subprocess.run(
+        [
+            *perspect_cmd(),
+            "eval",
+            "perspectrum",
+            "--data",
+            str(PERSPECTRUM),
+            "--split",
+            "dev",
+            "--model",
+            str(out),
+            "--limit",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    for key in ("T1", "T2", "T3", "T4"):
+        assert set(res[key]) == {"precision", "recall", "f1"}
+        assert 0 <= res[key]["f1"] <= 100
+    assert set(res["T5"]) == {"f1"} and res["split"] == "dev" and res["claims"] == 3
+
+
+def test_eval_refuses_the_held_out_test_split(quick_model):
+    from .conftest import PERSPECTRUM
+
+    out, _ = quick_model
+    r = subprocess.run(
+        [
+            *perspect_cmd(),
+            "eval",
+            "perspectrum",
+            "--data",
+            str(PERSPECTRUM),
+            "--split",
+            "test",
+            "--model",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "held out" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_eval_without_a_model_says_how_to_train(tmp_path):
+    from .conftest import PERSPECTRUM
+
+    r = subprocess.run(
+        [
+            *perspect_cmd(),
+            "eval",
+            "perspectrum",
+            "--data",
+            str(PERSPECTRUM),
+            "--model",
+            str(tmp_path / "none"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "perspect train" in r.stderr
