@@ -7,6 +7,7 @@ copy-on-write version (see `indexer.layout`), so bad input or a crash never cost
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from indexer.layout import IndexDir
 from indexer.news import read_news
 from indexer.readers import ReadReport, read_pool
 from indexer.store import ItemStore
-from perspect.config import IndexConfig, check_name, resolve_home
+from perspect.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.errors import PerspectError
 from perspect.progress import NullReporter, Reporter
 from perspect.types import POOLS, Item
@@ -49,6 +50,7 @@ class WriteReport:
     skipped_bad: int = 0
     duplicate_ids: int = 0
     duplicate_texts: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # "pool/retriever" -> indexing time
 
 
 def read_source(src: Source) -> ReadReport:
@@ -82,7 +84,7 @@ class Indexer:
         """Build (or rebuild) the whole index from `sources`; the old one serves until the swap."""
         if not any(s.pool == "perspectives" for s in sources):
             raise PerspectError("a build needs a perspective pool", hint="pass --perspectives FILE")
-        config = self.config or IndexConfig()
+        config = self.config or IndexConfig(retrievers=default_retrievers())
         batches = self._read_all(sources)
         with self.dir.writer_lock():
             version = self.dir.new_version()
@@ -223,6 +225,7 @@ class Indexer:
                 }
             )
         libs: dict[str, str] = {}
+        seconds: dict[str, float] = {}
         for pool, items in by_pool.items():
             pool_dir = version / pool
             is_new = not pool_dir.exists()
@@ -231,11 +234,15 @@ class Indexer:
             added[pool] = len(items) - replaced[pool]
             for b in self._open_backends(pool_dir, manifest, writable=True, create=is_new):
                 libs.update(b.library_versions())
+                t0 = time.perf_counter()
                 with self.reporter.stage(f"indexing {pool} ({b.kind})", total=len(items)) as adv:
                     b.add(items, progress=adv)
                 with self.reporter.stage(f"committing {pool} ({b.kind})"):
                     b.commit()
                 b.close()
+                seconds[f"{pool}/{b.kind}"] = round(time.perf_counter() - t0, 3)
+                if b.needs_rebuild():
+                    self._rebuild_backend(b, store, manifest)
             manifest["pools"][pool] = self._pool_entry(store, manifest)
             store.close()
         manifest["libraries"] = mf.library_versions(libs)
@@ -249,6 +256,28 @@ class Indexer:
             skipped_bad=bad,
             duplicate_ids=dup_ids,
             duplicate_texts=dup_texts,
+            seconds=seconds,
+        )
+
+    def _rebuild_backend(self, b: Backend, store: ItemStore, manifest: dict[str, Any]) -> None:
+        """Re-create one backend of a pool from the item store (e.g. ColBERT centroids gone stale)."""
+        cfg = IndexConfig.from_json(manifest["config"])
+        items = list(store)
+        shutil.rmtree(b.folder)
+        fresh = type(b).create(b.folder, cfg.backends.get(b.kind, {}))
+        pool = b.folder.parent.name
+        with self.reporter.stage(f"rebuilding {pool} ({b.kind})", total=len(items)) as adv:
+            fresh.add(items, progress=adv)
+            fresh.commit()
+        fresh.close()
+        manifest["operations"].append(
+            {
+                "op": "rebuild",
+                "pool": pool,
+                "retriever": b.kind,
+                "items": len(items),
+                "at": mf.now(),
+            }
         )
 
     def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -65,13 +65,45 @@ def _print_report(rep, verb: str) -> None:
         c.print(f"  [yellow]bad records skipped: {rep.skipped_bad:,}[/]")
 
 
-def _indexer(args: argparse.Namespace, reporter):
-    from indexer.indexer import Indexer
-    from perspect.config import IndexConfig
+def _index_config(args: argparse.Namespace):
+    """Retrievers and their settings for a build: flags, a colbert-ai plan.json, or defaults."""
+    from perspect.config import IndexConfig, default_retrievers
+    from retriever.colbert import default_model
 
-    config = None
-    if getattr(args, "retrievers", None):
-        config = IndexConfig(retrievers=tuple(r.strip() for r in args.retrievers.split(",")))
+    if args.retrievers:
+        retrievers = tuple(r.strip() for r in args.retrievers.split(",") if r.strip())
+    else:
+        retrievers = default_retrievers()
+        if "colbert" not in retrievers:
+            _console(stderr=True).print(
+                f"[yellow]note:[/] no ColBERT model at {default_model()}: building BM25 only "
+                "(train one with `perspect train --task colbert`, or pass --colbert-model)"
+            )
+    backends: dict[str, dict] = {}
+    if "colbert" in retrievers:
+        colbert: dict = {}
+        if args.colbert_config:
+            from indexer.colbert_config import from_colbert_json
+
+            imported = from_colbert_json(args.colbert_config)
+            cfg = imported.config.to_json()
+            checkpoint = cfg.pop("checkpoint")
+            colbert.update({k: v for k, v in cfg.items() if v is not None})
+            if checkpoint:
+                colbert["model"] = checkpoint
+            _console(stderr=True).print(
+                f"read {imported.source}: {', '.join(f'{k}={v}' for k, v in colbert.items())}"
+                f" (ignored {len(imported.ignored)} run/training settings)"
+            )
+        if args.colbert_model:
+            colbert["model"] = str(Path(args.colbert_model).resolve())
+        backends["colbert"] = colbert
+    return IndexConfig(retrievers=retrievers, backends=backends)
+
+
+def _indexer(args: argparse.Namespace, reporter, config=None):
+    from indexer.indexer import Indexer
+
     return Indexer(
         args.name,
         home=args.home,
@@ -84,8 +116,9 @@ def _indexer(args: argparse.Namespace, reporter):
 def cmd_index_build(args: argparse.Namespace) -> int:
     from perspect.progress import RichReporter
 
+    config = _index_config(args)
     with RichReporter(quiet=args.quiet) as rep:
-        report = _indexer(args, rep).build(_sources(args))
+        report = _indexer(args, rep, config).build(_sources(args))
     _print_report(report, "built")
     return 0
 
@@ -186,6 +219,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     from reranker.model import TASKS
     from reranker.train import train
 
+    if args.task == "colbert":
+        from reranker.colbert_train import train_colbert
+        from retriever.colbert import default_model
+
+        out = Path(args.out) if args.out else default_model()
+        with RichReporter(quiet=args.quiet) as rep:
+            m = train_colbert(
+                args.data,
+                out,
+                base=args.base,
+                profile=args.profile,
+                reporter=rep,
+                log=lambda msg: _console(stderr=True).print(msg),
+            )
+        _console().print(
+            f"[green]✓[/] trained ColBERT in {m['total_seconds']:.0f} s "
+            f"({m['training']['steps']} steps) → {out}"
+        )
+        return 0
+    if args.out is None:
+        args.out = str(DEFAULT_MODEL)
     tasks = TASKS if args.task == "all" else (args.task,)
     with RichReporter(quiet=args.quiet) as rep:
         model = train(
@@ -256,7 +310,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b = idx.add_parser("build", help="build (or rebuild) an index from pool files")
     b.add_argument("--name", required=True)
-    b.add_argument("--retrievers", default=None, help="comma-separated (default: bm25)")
+    b.add_argument(
+        "--retrievers",
+        default=None,
+        help="comma-separated: bm25,colbert (default: both when a ColBERT model exists)",
+    )
+    b.add_argument("--colbert-model", help="ColBERT model folder (default: models/colbert)")
+    b.add_argument(
+        "--colbert-config",
+        metavar="PLAN_JSON",
+        help="take ColBERT settings from a colbert-ai/RAGatouille plan.json or metadata.json",
+    )
     _add_pool_inputs(b)
     _add_home(b)
     b.set_defaults(func=cmd_index_build)
@@ -289,7 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--profile", default="full", choices=["quick", "full"])
     t.add_argument("--data", default=str(DEFAULT_DATA), help="folder with the PERSPECTRUM files")
-    t.add_argument("--out", default=str(DEFAULT_MODEL), help="model folder to write")
+    t.add_argument(
+        "--out",
+        default=None,
+        help="model folder to write (default: models/pair, colbert: models/colbert)",
+    )
     t.add_argument("-q", "--quiet", action="store_true")
     t.set_defaults(func=cmd_train)
 
@@ -312,7 +380,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--index", default="default")
     q.add_argument("--k", type=int, default=20)
     q.add_argument("--pool", default="perspectives", choices=POOLS)
-    q.add_argument("--retriever", default=None, help="which retriever (default: the index's first)")
+    q.add_argument(
+        "--retriever",
+        default=None,
+        help="bm25, colbert or hybrid (default: hybrid when the index has both)",
+    )
     q.add_argument("--json", action="store_true", help="print the documented JSON schema")
     _add_home(q)
     q.set_defaults(func=cmd_search)

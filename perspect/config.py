@@ -31,6 +31,13 @@ def check_name(name: str) -> str:
     return name
 
 
+def default_retrievers() -> tuple[str, ...]:
+    """BM25 + ColBERT when the project's trained ColBERT model exists, else BM25 alone."""
+    from retriever.colbert import default_model
+
+    return ("bm25", "colbert") if default_model().is_dir() else ("bm25",)
+
+
 @dataclass(frozen=True)
 class IndexConfig:
     """How an index is built; saved in its manifest so a later add uses the same settings."""

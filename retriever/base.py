@@ -49,6 +49,10 @@ class Backend(ABC):
     @abstractmethod
     def count(self) -> int: ...
 
+    def needs_rebuild(self) -> bool:
+        """True when incremental updates have degraded the structure enough to rebuild it."""
+        return False
+
     def commit(self) -> None:
         """Make pending writes durable; called once before a version is swapped in."""
 
@@ -80,7 +84,7 @@ def backend_class(kind: str) -> type[Backend]:
         # Importing the module registers it; keeps heavy backends out of startup when unused.
         import importlib
 
-        modules = {"bm25": "retriever.bm25"}
+        modules = {"bm25": "retriever.bm25", "colbert": "retriever.colbert"}
         if kind in modules:
             importlib.import_module(modules[kind])
     if kind not in _REGISTRY:

@@ -17,8 +17,10 @@ from perspect.config import IndexConfig, check_name, resolve_home
 from perspect.errors import PerspectError
 from perspect.types import POOLS, Hit, HitList, validate_claim
 from retriever.base import Backend, backend_class
+from retriever.fusion import rrf
 
 MAX_K = 1000
+HYBRID = "hybrid"
 
 
 class Searcher:
@@ -39,6 +41,11 @@ class Searcher:
     def retrievers(self) -> tuple[str, ...]:
         return self.config.retrievers
 
+    @property
+    def default_retriever(self) -> str:
+        """Hybrid (RRF over all backends) when the index has more than one, else its only one."""
+        return HYBRID if len(self.retrievers) > 1 else self.retrievers[0]
+
     def store(self, pool: str) -> ItemStore:
         self._check_pool(pool)
         if pool not in self._stores:
@@ -48,6 +55,11 @@ class Searcher:
     def backend(self, pool: str, kind: str) -> Backend:
         self._check_pool(pool)
         if kind not in self.retrievers:
+            if kind == HYBRID:
+                raise PerspectError(
+                    f"index {self.name!r} has only {self.retrievers[0]}; hybrid needs two retrievers",
+                    hint="rebuild with --retrievers bm25,colbert",
+                )
             raise PerspectError(
                 f"index {self.name!r} has no {kind} retriever",
                 hint=f"available: {', '.join(self.retrievers)}",
@@ -60,14 +72,26 @@ class Searcher:
         return self._backends[key]
 
     def search(
-        self, query: str, pool: str = "perspectives", k: int = 20, retriever: str | None = None
+        self,
+        query: str,
+        pool: str = "perspectives",
+        k: int = 20,
+        retriever: str | None = None,
+        rrf_k: int = 60,
+        fusion_depth: int = 100,
     ) -> HitList:
+        """Top-k of `pool`. `hybrid` fuses each backend's top `max(k, fusion_depth)` with RRF."""
         query = validate_claim(query)
         if not 1 <= int(k) <= MAX_K:
             raise PerspectError(f"k must be between 1 and {MAX_K}, got {k}")
-        kind = retriever or self.retrievers[0]
+        kind = retriever or self.default_retriever
         t0 = time.perf_counter()
-        scored = self.backend(pool, kind).search(query, int(k))
+        if kind == HYBRID and len(self.retrievers) > 1:
+            depth = max(int(k), fusion_depth)
+            runs = [self.backend(pool, b).search(query, depth) for b in self.retrievers]
+            scored = rrf(runs, k=rrf_k, limit=int(k))
+        else:
+            scored = self.backend(pool, kind).search(query, int(k))
         items = self.store(pool).get_many([i for i, _ in scored])
         hits = tuple(
             Hit(id=i, text=items[i].text, score=s, rank=r, pool=pool, metadata=items[i].metadata)

@@ -64,6 +64,13 @@ def write_jsonl(path: Path, rows) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_default_colbert(monkeypatch, tmp_path_factory):
+    """Tests choose their retrievers: a ColBERT model trained in the checkout must not leak in."""
+    if "PERSPECT_COLBERT_MODEL" not in os.environ:
+        monkeypatch.setenv("PERSPECT_COLBERT_MODEL", str(tmp_path_factory.getbasetemp() / "none"))
+
+
 @pytest.fixture
 def pools(tmp_path: Path) -> dict[str, Path]:
     return {

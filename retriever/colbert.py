@@ -1,0 +1,260 @@
+"""ColBERTv2 late-interaction backend: PyLate models and its Stanford PLAID index.
+
+PyLate's PLAID with `use_fast=False` is the stanford ColBERT PLAID code (C++ kernels compiled with
+ninja at first use, cached in the project's `.torch_extensions/`). fast-plaid is not used: it needs
+another torch and crashed with the one here.
+
+The ColBERT model is saved once and named by path in the index config together with a fingerprint of
+its weights: indexing and querying must use the *same* projection, and a mismatch is refused rather
+than silently returning noise.
+
+Updates: PLAID appends new documents to the existing centroids without re-clustering, and deletes
+only drop ids from the inverted lists. Once the documents added since the last full build exceed
+`rebuild_ratio` (default 0.5) of the index, `needs_rebuild()` asks the indexer to rebuild this pool's
+ColBERT index from the item store, so centroids never drift far from the data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perspect.errors import ModelError
+from perspect.types import Item
+from retriever.base import Backend, ProgressFn, register
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = PROJECT_ROOT / "models" / "colbert"
+DEFAULT_CONFIG: dict[str, Any] = {
+    "nbits": 2,
+    "kmeans_niters": 4,
+    "doc_maxlen": 256,
+    "query_maxlen": 32,
+    "encode_batch_size": 32,
+    "ncells": 8,
+    "centroid_score_threshold": 0.35,
+    "ndocs": 1024,
+    "rebuild_ratio": 0.5,
+}
+STATE = "perspect_colbert.json"
+_MODELS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def default_model() -> Path:
+    """`$PERSPECT_COLBERT_MODEL`, else the model `perspect train --task colbert` writes."""
+    return Path(os.environ.get("PERSPECT_COLBERT_MODEL") or DEFAULT_MODEL)
+
+
+def setup_torch_extensions() -> None:
+    """Compile PLAID's C++ kernels into the project, once, not into a shared user cache."""
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(PROJECT_ROOT / ".torch_extensions"))
+
+
+def model_fingerprint(folder: str | Path) -> str:
+    """Cheap identity of a saved model: size and mtime of its weight files, plus its manifest."""
+    folder = Path(folder)
+    parts = []
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and f.suffix in (".safetensors", ".bin", ".json"):
+            parts.append(f"{f.relative_to(folder)}:{f.stat().st_size}")
+    import hashlib
+
+    man = folder / "perspect_manifest.json"
+    if man.is_file():
+        parts.append(man.read_text())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def load_colbert(name: str | Path, query_maxlen: int = 32, doc_maxlen: int = 256):
+    """Load (once per process) a PyLate ColBERT model: a local folder, or a hub id when online."""
+    local = Path(name).exists()
+    key = f"{Path(name).resolve() if local else name}|{query_maxlen}|{doc_maxlen}"
+    with _LOCK:
+        if key not in _MODELS:
+            if not local and str(name).startswith(("/", ".", "~")):
+                raise ModelError(
+                    f"no ColBERT model at {name}",
+                    hint="train one: perspect train --task colbert (or use --retrievers bm25)",
+                )
+            from pylate import models
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            try:
+                _MODELS[key] = models.ColBERT(
+                    model_name_or_path=str(name),
+                    device="cpu",
+                    query_length=query_maxlen,
+                    document_length=doc_maxlen,
+                )
+            except OSError as e:
+                raise ModelError(
+                    f"cannot load ColBERT model {name}: {str(e).splitlines()[0]}",
+                    hint="pass a local model folder, or go online for a hub id",
+                ) from None
+        return _MODELS[key]
+
+
+@register
+class ColBERTBackend(Backend):
+    kind = "colbert"
+
+    def __init__(self, folder: Path, config: dict[str, Any], state: dict[str, Any]):
+        super().__init__(folder, {**DEFAULT_CONFIG, **config})
+        self.state = state
+        self._plaid = None
+        self._ids: dict[str, int] | None = None
+        self._rev: dict[int, str] | None = None
+        self._model = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, folder: Path, config: dict[str, Any]) -> ColBERTBackend:
+        cfg = {**DEFAULT_CONFIG, "model": str(default_model()), **config}
+        if not Path(cfg["model"]).exists():
+            raise ModelError(
+                f"no ColBERT model at {cfg['model']}",
+                hint="train one: perspect train --task colbert (or build with --retrievers bm25)",
+            )
+        folder.mkdir(parents=True, exist_ok=False)
+        state = {
+            "model": str(Path(cfg["model"]).resolve()),
+            "model_fingerprint": model_fingerprint(cfg["model"]),
+            "built_count": 0,
+            "added_since_build": 0,
+        }
+        b = cls(folder, cfg, state)
+        b._save_state()
+        return b
+
+    @classmethod
+    def open(cls, folder: Path, config: dict[str, Any], writable: bool = False) -> ColBERTBackend:
+        state = json.loads((folder / STATE).read_text())
+        b = cls(folder, config, state)
+        if (
+            Path(state["model"]).exists()
+            and model_fingerprint(state["model"]) != state["model_fingerprint"]
+        ):
+            raise ModelError(
+                f"the ColBERT model at {state['model']} changed since this index was built",
+                hint="rebuild the index: perspect index build ... (same sources)",
+            )
+        return b
+
+    def _save_state(self) -> None:
+        (self.folder / STATE).write_text(json.dumps(self.state, indent=2))
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_colbert(
+                self.state["model"], self.config["query_maxlen"], self.config["doc_maxlen"]
+            )
+        return self._model
+
+    def _index(self, create: bool = False):
+        if self._plaid is None:
+            setup_torch_extensions()
+            from pylate import indexes
+
+            if (
+                not create
+                and not (self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl").exists()
+            ):
+                return None
+            self._plaid = indexes.PLAID(
+                index_folder=str(self.folder),
+                index_name="plaid",
+                override=False,
+                use_fast=False,
+                nbits=self.config["nbits"],
+                kmeans_niters=self.config["kmeans_niters"],
+                embedding_size=int(self.model.encode(["x"], is_query=False)[0].shape[-1]),
+                ndocs=self.config["ndocs"],
+                ncells=self.config["ncells"],
+                centroid_score_threshold=self.config["centroid_score_threshold"],
+                show_progress=False,
+            )
+        return self._plaid
+
+    def _mapping(self) -> dict[str, int]:
+        if self._ids is None:
+            p = self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl"
+            self._ids = pickle.loads(p.read_bytes()) if p.exists() else {}
+            self._rev = {v: k for k, v in self._ids.items()}
+        return self._ids
+
+    # -- writes ----------------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], is_query: bool, progress: ProgressFn | None = None):
+        bs = int(self.config["encode_batch_size"])
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        embs: list[Any] = [None] * len(texts)
+        for s in range(0, len(order), bs):
+            idx = order[s : s + bs]
+            res = self.model.encode(
+                [texts[i] for i in idx], is_query=is_query, batch_size=bs, show_progress_bar=False
+            )
+            for i, e in zip(idx, res, strict=True):
+                embs[i] = e
+            if progress:
+                progress(len(idx))
+        return embs
+
+    def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
+        if not items:
+            return
+        present = [it.id for it in items if it.id in self._mapping()]
+        if present:
+            self.delete(present)
+        embs = self.encode([it.text for it in items], is_query=False, progress=progress)
+        first = self._index() is None
+        plaid = self._index(create=True)
+        plaid.add_documents(documents_ids=[it.id for it in items], documents_embeddings=embs)
+        if first:
+            self.state["built_count"] = len(items)
+            self.state["added_since_build"] = 0
+        else:
+            self.state["added_since_build"] += len(items)
+        self._ids = None
+        self._save_state()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        mapping = self._mapping()
+        present = [i for i in ids if i in mapping]
+        if present and self._index() is not None:
+            self._index().remove_documents(present)
+            self._ids = None
+
+    def needs_rebuild(self) -> bool:
+        built = max(1, self.state.get("built_count", 0))
+        return self.state.get("added_since_build", 0) > self.config["rebuild_ratio"] * built
+
+    # -- reads -----------------------------------------------------------------------------------
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        plaid = self._index()
+        if plaid is None or k <= 0:
+            return []
+        mapping = self._mapping()
+        q = self.encode([query], is_query=True)[0]
+        # Straight to the Stanford searcher: PyLate's __call__ re-reads the id pickle every query.
+        pids, _ranks, scores = plaid._index.searcher.search(q, k=min(k, max(1, len(mapping))))
+        rev = self._rev or {}
+        return [(rev[p], float(s)) for p, s in zip(pids, scores, strict=False) if p in rev]
+
+    def count(self) -> int:
+        return len(self._mapping())
+
+    def close(self) -> None:
+        self._plaid = None
+
+    @classmethod
+    def library_versions(cls) -> dict[str, str]:
+        from importlib.metadata import version
+
+        return {"pylate": version("pylate")}

@@ -1,0 +1,137 @@
+"""ColBERT backend with a tiny model the tests build (random 2-layer BERT + projection).
+
+The first PLAID use compiles the stanford C++ kernels (about 90 s, cached in .torch_extensions/),
+so these tests are marked `plaid`; they run in CI, once per clean clone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from indexer.indexer import Indexer, Source
+from perspect import Perspect
+from perspect.config import IndexConfig
+from perspect.errors import ModelError
+
+from .conftest import write_jsonl
+
+pytestmark = [pytest.mark.plaid, pytest.mark.slow]
+
+DOCS = [
+    {"id": f"d{i}", "text": t}
+    for i, t in enumerate(
+        [
+            "Animals feel pain and deserve legal protection.",
+            "Zoos keep endangered species alive.",
+            "School uniforms reduce bullying among pupils.",
+            "Nuclear power is a clean source of energy.",
+            "Uniforms stifle the self-expression of students.",
+            "Eating meat is natural for humans.",
+            "Wind farms spoil the landscape.",
+            "Taxes on sugar reduce obesity.",
+            "Social media harms the mental health of teenagers.",
+            "Space exploration is a waste of public money.",
+            "Homework improves discipline in children.",
+            "Voting should be compulsory in democracies.",
+        ]
+        * 1
+    )
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_colbert(tmp_path_factory):
+    from pylate import models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from reranker.model import resolve_base
+
+    base = tmp_path_factory.mktemp("tiny-bert-colbert")
+    tok = AutoTokenizer.from_pretrained(resolve_base(None))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    import torch
+
+    torch.manual_seed(0)
+    BertModel(cfg).save_pretrained(base)
+    tok.save_pretrained(base)
+    model = models.ColBERT(
+        model_name_or_path=str(base),
+        device="cpu",
+        embedding_size=16,
+        query_length=16,
+        document_length=32,
+    )
+    out = tmp_path_factory.mktemp("tiny-colbert") / "model"
+    model.save(str(out))
+    return out
+
+
+def _config(model) -> IndexConfig:
+    return IndexConfig(
+        retrievers=("bm25", "colbert"),
+        backends={
+            "colbert": {
+                "model": str(model),
+                "doc_maxlen": 32,
+                "query_maxlen": 16,
+                "kmeans_niters": 2,
+            }
+        },
+    )
+
+
+def test_colbert_index_search_add_delete_reload(tiny_colbert, tmp_path):
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    Indexer("c", home=tmp_path / "h", config=_config(tiny_colbert)).build(
+        [Source("perspectives", pool)]
+    )
+    p = Perspect.open("c", home=tmp_path / "h")
+    assert p.manifest["config"]["retrievers"] == ["bm25", "colbert"]
+    target = DOCS[8]["text"]
+    hits = p.search(target, k=5, retriever="colbert").hits
+    assert hits[0].id == "d8"  # an exact restatement wins on MaxSim
+    hybrid = p.search(target, k=5)
+    assert hybrid.retriever == "hybrid" and hybrid.hits[0].id == "d8"
+
+    new = write_jsonl(tmp_path / "n.jsonl", [{"id": "x1", "text": "Robots will replace drivers."}])
+    Indexer("c", home=tmp_path / "h").add([Source("perspectives", new)])
+    p = Perspect.open("c", home=tmp_path / "h")
+    assert p.pools["perspectives"] == 13
+    assert p.search("Robots will replace drivers.", k=3, retriever="colbert").hits[0].id == "x1"
+
+    Indexer("c", home=tmp_path / "h").delete("perspectives", ["x1", "d8"])
+    p = Perspect.open("c", home=tmp_path / "h")
+    ids = {h.id for h in p.search("Robots will replace drivers.", k=12, retriever="colbert").hits}
+    assert "x1" not in ids and "d8" not in ids and len(ids) == 11
+    backend = p._searcher.backend("perspectives", "colbert")
+    assert backend.count() == 11
+
+
+def test_index_refuses_a_changed_model(tiny_colbert, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_colbert, model)
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    Indexer("c", home=tmp_path / "h", config=_config(model)).build([Source("perspectives", pool)])
+    (model / "perspect_manifest.json").write_text(json.dumps({"retrained": True}))
+    p = Perspect.open("c", home=tmp_path / "h")
+    with pytest.raises(ModelError, match="changed since this index was built"):
+        p.search("zoos", retriever="colbert")
+
+
+def test_missing_colbert_model_is_a_clear_error(tmp_path):
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    cfg = IndexConfig(("bm25", "colbert"), {"colbert": {"model": str(tmp_path / "nope")}})
+    with pytest.raises(ModelError, match="no ColBERT model") as e:
+        Indexer("c", home=tmp_path / "h", config=cfg).build([Source("perspectives", pool)])
+    assert "perspect train --task colbert" in e.value.hint
+    assert not (tmp_path / "h" / "c" / "CURRENT").exists()
