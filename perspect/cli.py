@@ -189,8 +189,18 @@ def cmd_index_status(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from perspect.api import Perspect
 
-    with Perspect.open(args.index, home=args.home) as p:
-        res = p.search(args.claim, k=args.k, pool=args.pool, retriever=args.retriever)
+    retrieval_only = args.retrieval_only or args.pool != "perspectives" or args.retriever
+    with Perspect.open(args.index, home=args.home, model=args.model) as p:
+        if not retrieval_only:
+            res = p.search(args.claim)
+            if args.json:
+                print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+            else:
+                from perspect.render import print_result
+
+                print_result(res)
+            return 0
+        res = p.retrieve(args.claim, k=args.k, pool=args.pool, retriever=args.retriever)
     if args.json:
         print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
         return 0
@@ -210,7 +220,6 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 # -- models ------------------------------------------------------------------------------------
-DEFAULT_MODEL = Path("models") / "pair"
 DEFAULT_DATA = Path("data") / "perspectrum"
 
 
@@ -239,7 +248,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         return 0
     if args.out is None:
-        args.out = str(DEFAULT_MODEL)
+        from perspect.config import default_pair_model
+
+        args.out = str(default_pair_model())
     tasks = TASKS if args.task == "all" else (args.task,)
     with RichReporter(quiet=args.quiet) as rep:
         model = train(
@@ -367,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     ep = e.add_parser("perspectrum", help="PERSPECTRUM T1-T5 (Chen et al. 2019, section 5)")
     ep.add_argument("--data", default=str(DEFAULT_DATA))
     ep.add_argument("--split", default="dev", choices=["train", "dev", "test"])
-    ep.add_argument("--model", default=str(DEFAULT_MODEL))
+    ep.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
     ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
     ep.add_argument("--k-evid", type=int, default=None, help="evidence candidates per perspective")
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
@@ -386,6 +397,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="bm25, colbert or hybrid (default: hybrid when the index has both)",
     )
     q.add_argument("--json", action="store_true", help="print the documented JSON schema")
+    q.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="plain top-k retrieval, no models (implied by --pool/--retriever)",
+    )
+    q.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
     _add_home(q)
     q.set_defaults(func=cmd_search)
     return ap

@@ -13,6 +13,14 @@ from perspect.errors import PerspectError
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_pair_model() -> Path:
+    """`$PERSPECT_MODEL`, else the folder `perspect train` writes (models/pair in the project)."""
+    return Path(os.environ.get("PERSPECT_MODEL") or PROJECT_ROOT / "models" / "pair")
+
+
 def default_home() -> Path:
     """`$PERSPECT_HOME`, else `indexes/` in the working directory (the repository layout)."""
     return Path(os.environ.get("PERSPECT_HOME") or "indexes")

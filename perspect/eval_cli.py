@@ -15,6 +15,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
     from indexer.indexer import Indexer, Source
     from perspect import perspectrum_eval as pe
+    from perspect.config import default_pair_model
     from perspect.data import evidence_pool_file
     from perspect.perspectrum import load_claims, load_evidence, load_perspectives
     from perspect.progress import RichReporter
@@ -22,6 +23,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from retriever.searcher import Searcher
 
     data = Path(args.data)
+    args.model = args.model or str(default_pair_model())
     model = PairModel.load(args.model)  # first: a missing model is the likelier, cheaper failure
     claims = load_claims(data, args.split)[: args.limit]
     tasks = model.manifest["tasks"]

@@ -66,9 +66,10 @@ def write_jsonl(path: Path, rows) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_default_colbert(monkeypatch, tmp_path_factory):
-    """Tests choose their retrievers: a ColBERT model trained in the checkout must not leak in."""
-    if "PERSPECT_COLBERT_MODEL" not in os.environ:
-        monkeypatch.setenv("PERSPECT_COLBERT_MODEL", str(tmp_path_factory.getbasetemp() / "none"))
+    """Tests choose their models: ones trained in the checkout (models/) must not leak in."""
+    for var in ("PERSPECT_COLBERT_MODEL", "PERSPECT_MODEL"):
+        if var not in os.environ:
+            monkeypatch.setenv(var, str(tmp_path_factory.getbasetemp() / "no-model"))
 
 
 @pytest.fixture

@@ -98,20 +98,20 @@ def test_colbert_index_search_add_delete_reload(tiny_colbert, tmp_path):
     p = Perspect.open("c", home=tmp_path / "h")
     assert p.manifest["config"]["retrievers"] == ["bm25", "colbert"]
     target = DOCS[8]["text"]
-    hits = p.search(target, k=5, retriever="colbert").hits
+    hits = p.retrieve(target, k=5, retriever="colbert").hits
     assert hits[0].id == "d8"  # an exact restatement wins on MaxSim
-    hybrid = p.search(target, k=5)
+    hybrid = p.retrieve(target, k=5)
     assert hybrid.retriever == "hybrid" and hybrid.hits[0].id == "d8"
 
     new = write_jsonl(tmp_path / "n.jsonl", [{"id": "x1", "text": "Robots will replace drivers."}])
     Indexer("c", home=tmp_path / "h").add([Source("perspectives", new)])
     p = Perspect.open("c", home=tmp_path / "h")
     assert p.pools["perspectives"] == 13
-    assert p.search("Robots will replace drivers.", k=3, retriever="colbert").hits[0].id == "x1"
+    assert p.retrieve("Robots will replace drivers.", k=3, retriever="colbert").hits[0].id == "x1"
 
     Indexer("c", home=tmp_path / "h").delete("perspectives", ["x1", "d8"])
     p = Perspect.open("c", home=tmp_path / "h")
-    ids = {h.id for h in p.search("Robots will replace drivers.", k=12, retriever="colbert").hits}
+    ids = {h.id for h in p.retrieve("Robots will replace drivers.", k=12, retriever="colbert").hits}
     assert "x1" not in ids and "d8" not in ids and len(ids) == 11
     backend = p._searcher.backend("perspectives", "colbert")
     assert backend.count() == 11
@@ -125,7 +125,7 @@ def test_index_refuses_a_changed_model(tiny_colbert, tmp_path):
     (model / "perspect_manifest.json").write_text(json.dumps({"retrained": True}))
     p = Perspect.open("c", home=tmp_path / "h")
     with pytest.raises(ModelError, match="changed since this index was built"):
-        p.search("zoos", retriever="colbert")
+        p.retrieve("zoos", retriever="colbert")
 
 
 def test_missing_colbert_model_is_a_clear_error(tmp_path):

@@ -71,7 +71,7 @@ def test_kill_9_leaves_previous_index_searchable(tmp_path, pools, op, delay):
     after = Perspect.open("live", home=home)
     assert after.manifest["version"] == before.manifest["version"]
     assert after.pools == {"perspectives": 6}
-    assert after.search("school uniforms bullying").hits[0].id == "3"
+    assert after.retrieve("school uniforms bullying").hits[0].id == "3"
     # the next writer cleans the orphan up and succeeds
     small = tmp_path / "small.txt"
     small.write_text("tidal power is reliable\n")

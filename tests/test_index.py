@@ -19,18 +19,24 @@ from .conftest import write_jsonl
 def test_build_then_relevant_item_ranks_first(built):
     p = Perspect.open("tiny", home=built)
     assert p.pools == {"perspectives": 6, "evidence": 2, "news": 5}
-    hits = p.search("Should students wear school uniforms?").hits
+    hits = p.retrieve("Should students wear school uniforms?").hits
     assert hits[0].id == "3" and {h.id for h in hits[:2]} == {"3", "5"}
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
-    ev = p.search("do animals feel pain", pool="evidence").hits
+    ev = p.retrieve("do animals feel pain", pool="evidence").hits
     assert ev[0].id == "10" and ev[0].metadata["source"] == "test"
-    news = p.search("animal rights parliament", pool="news").hits
+    news = p.retrieve("animal rights parliament", pool="news").hits
     assert news[0].id == "a1#0" and news[0].metadata["outlet"] == "Daily Planet"
 
 
+def test_search_without_models_degrades_to_retrieval(built):
+    res = Perspect.open("tiny", home=built).search("Should students wear school uniforms?")
+    assert res.clusters == () and res.hits[0].id == "3"
+    assert "perspect train" in res.coverage.warning
+
+
 def test_results_are_frozen(built):
-    hit = Perspect.open("tiny", home=built).search("uniforms").hits[0]
+    hit = Perspect.open("tiny", home=built).retrieve("uniforms").hits[0]
     with pytest.raises(AttributeError):
         hit.score = 1.0
     with pytest.raises(TypeError):
@@ -61,14 +67,14 @@ def test_add_replace_and_delete_in_place(built, tmp_path):
     assert rep.added == {"perspectives": 1} and rep.replaced == {"perspectives": 1}
     p = Perspect.open("tiny", home=built)
     assert p.pools["perspectives"] == 7
-    assert p.search("wind turbines birds").hits[0].id == "7"
-    assert p.search("children equal").hits[0].text == "School uniforms make children equal."
-    assert all(h.text != "School uniforms reduce bullying." for h in p.search("bullying").hits)
+    assert p.retrieve("wind turbines birds").hits[0].id == "7"
+    assert p.retrieve("children equal").hits[0].text == "School uniforms make children equal."
+    assert all(h.text != "School uniforms reduce bullying." for h in p.retrieve("bullying").hits)
     rep = idx.delete("perspectives", ["7", "nope"])
     assert rep.deleted == {"perspectives": 1} and rep.not_found == {"perspectives": 1}
     p2 = Perspect.open("tiny", home=built)
     assert p2.pools["perspectives"] == 6
-    assert all(h.id != "7" for h in p2.search("wind turbines birds").hits)
+    assert all(h.id != "7" for h in p2.retrieve("wind turbines birds").hits)
     # only the live version is kept on disk
     assert len(list((built / "tiny" / "versions").iterdir())) == 1
 
@@ -91,7 +97,7 @@ def test_bad_input_loses_nothing(built, tmp_path):
         Indexer("tiny", home=built).build([Source("perspectives", tmp_path / "empty.json")])
     after = Perspect.open("tiny", home=built)
     assert after.manifest["version"] == version and after.pools == before.pools
-    assert after.search("uniforms").hits
+    assert after.retrieve("uniforms").hits
 
 
 def test_skip_bad_indexes_the_good_records(built, tmp_path):
@@ -107,7 +113,7 @@ def test_missing_index_and_pool_errors(built):
     assert "tiny" in e.value.hint
     with pytest.raises(PerspectError, match="no news pool"):
         Indexer("t2", home=built).build([Source("perspectives", _pool_file(built))])
-        Perspect.open("t2", home=built).search("x", pool="news")
+        Perspect.open("t2", home=built).retrieve("x", pool="news")
 
 
 def _pool_file(home):
@@ -117,9 +123,10 @@ def _pool_file(home):
 
 
 @pytest.mark.parametrize("claim", ["", "   \n\t", "x" * 2001])
-def test_claim_validation(built, claim):
+@pytest.mark.parametrize("method", ["search", "retrieve"])
+def test_claim_validation(built, claim, method):
     with pytest.raises(PerspectError) as e:
-        Perspect.open("tiny", home=built).search(claim)
+        getattr(Perspect.open("tiny", home=built), method)(claim)
     assert "empty" in str(e.value) or "limit is 2,000" in str(e.value)
 
 
@@ -130,7 +137,7 @@ def test_writer_lock_refuses_a_second_writer(built, pools):
 
 
 def test_query_syntax_is_not_parsed(built):
-    hits = Perspect.open("tiny", home=built).search('uniforms AND (NOT "students": [x TO y]').hits
+    hits = Perspect.open("tiny", home=built).retrieve('uniforms AND (NOT "students": [x TO y]').hits
     assert hits and hits[0].id in {"3", "5"}
 
 

@@ -33,7 +33,7 @@ def test_full_pool_index_finds_gold_perspectives(perspectrum_dir, tmp_path):
     assert p.pools == {"perspectives": 11_112, "evidence": 3_981}
     dev = load_claims(perspectrum_dir, "dev")[:40]
     scores = [
-        claim_pr([int(h.id) for h in p.search(c.text, k=10).hits], [cl.pids for cl in c.clusters])
+        claim_pr([int(h.id) for h in p.retrieve(c.text, k=10).hits], [cl.pids for cl in c.clusters])
         for c in dev
     ]
     # BM25 is a weak but real baseline: well above chance (~0.1 % of the pool is gold per claim)
