@@ -278,6 +278,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return run_eval(args)
 
 
+def cmd_tui(args: argparse.Namespace) -> int:
+    try:
+        from tui.app import run
+    except ImportError as e:
+        raise PerspectError(
+            f"the terminal UI needs textual ({e})", hint="pip install 'perspect[tui]'"
+        ) from None
+    run(index=args.index, home=args.home, model=args.model)
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------------
 def _add_home(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="folder holding indexes (default: $PERSPECT_HOME or ./indexes)")
@@ -385,6 +396,12 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--json", action="store_true")
     ep.add_argument("-q", "--quiet", action="store_true")
     ep.set_defaults(func=cmd_eval)
+
+    u = sub.add_parser("tui", help="the interactive terminal UI")
+    u.add_argument("--index", default="default")
+    u.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    _add_home(u)
+    u.set_defaults(func=cmd_tui)
 
     q = sub.add_parser("search", help="search an index for a claim")
     q.add_argument("claim")

@@ -105,3 +105,60 @@ def perspectrum_dir() -> Path:
 
 def perspect_cmd() -> list[str]:
     return [sys.executable, "-m", "perspect.cli"]
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory):
+    """A 2-layer, 32-wide random BERT with the packaged MiniLM tokenizer: seconds to train."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from reranker.model import resolve_base
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tok = AutoTokenizer.from_pretrained(resolve_base(None))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+    )
+    torch.manual_seed(0)
+    BertModel(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_pair_model(tiny_base, tmp_path_factory):
+    """An untrained tiny pair model whose thresholds keep every candidate: deterministic output
+    for engine and UI tests (what the UI shows is what matters there, not model quality)."""
+    from reranker.model import PairModel
+
+    model = PairModel.from_base(tiny_base)
+    model.manifest["thresholds"] = {
+        "relevance": 0.0,
+        "stance": 0.5,
+        "equivalence": 0.0,
+        "evidence": 0.0,
+    }
+    out = tmp_path_factory.mktemp("tiny-pair") / "model"
+    model.save(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_index(tmp_path_factory):
+    """The hand-made pools indexed once (BM25), shared read-only by UI and engine tests."""
+    from indexer.indexer import Indexer, Source
+    from perspect.config import IndexConfig
+
+    d = tmp_path_factory.mktemp("tiny-index")
+    srcs = [
+        Source("perspectives", write_json(d / "p.json", PERSPECTIVES)),
+        Source("evidence", write_json(d / "e.json", EVIDENCE)),
+    ]
+    Indexer("tiny", home=d / "home", config=IndexConfig(("bm25",))).build(srcs)
+    return d / "home"

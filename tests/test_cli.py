@@ -33,8 +33,9 @@ def test_build_search_status_add_delete(pools, home, tmp_path):
     assert "built index demo" in r.stdout and "perspectives: 6" in r.stdout
     assert "indexing perspectives" in r.stderr  # progress goes to stderr
 
-    out = json.loads(run("search", "school uniforms", "--index", "demo", "--json",
-                         "--retrieval-only", *h).stdout)
+    out = json.loads(
+        run("search", "school uniforms", "--index", "demo", "--json", "--retrieval-only", *h).stdout
+    )
     assert out["schema"] == "perspect.hits/1" and out["pool"] == "perspectives"
     first = out["hits"][0]
     assert set(first) == {"id", "text", "score", "rank", "pool", "metadata"}

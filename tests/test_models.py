@@ -18,29 +18,6 @@ from reranker.roles import Equivalence, Evidence, Relevance, Stance, pair_for, r
 from reranker.train import Profile, fit_platt, length_bucketed_batches, train_steps
 
 
-@pytest.fixture(scope="session")
-def tiny_base(tmp_path_factory):
-    """A 2-layer, 32-wide random BERT with the packaged MiniLM tokenizer: seconds to train."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from reranker.model import resolve_base
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(resolve_base(None))
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=256,
-    )
-    torch.manual_seed(0)
-    BertModel(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
-
-
 def _toy(n: int = 32) -> list[Example]:
     rnd = random.Random(0)
     out = []

@@ -1,0 +1,67 @@
+"""The full pipeline on a tiny index with a tiny model: structure, ordering, coverage, cancel."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from perspect import Perspect
+from perspect.engine import Cancelled, _coverage, _interleave
+from perspect.result import Member, PerspectiveCluster, SearchResult
+
+
+def test_search_returns_clusters_with_evidence(tiny_index, tiny_pair_model):
+    p = Perspect.open("tiny", home=tiny_index, model=tiny_pair_model)
+    stages = []
+    res = p.search(
+        "Animals feel pain and need legal protection", progress=lambda s, f: stages.append(f)
+    )
+    assert isinstance(res, SearchResult) and res.clusters
+    assert stages[-1] == 1.0 and stages == sorted(stages)
+    # every retrieved candidate lands in exactly one cluster (threshold 0 keeps all)
+    ids = [m.id for c in res.clusters for m in c.members]
+    assert sorted(ids) == sorted(h.id for h in res.hits)
+    for c in res.clusters:
+        assert c.stance in ("support", "oppose")
+        assert 0.5 <= c.strength <= 1.0
+        assert c.representative == max(c.members, key=lambda m: m.relevance)
+        assert all(m.support >= 0.5 for m in c.members) == (c.stance == "support")
+    assert any(c.evidence for c in res.clusters)
+    assert res.coverage.support + res.coverage.oppose == len(res.clusters)
+    assert set(res.timings_ms) == {"retrieve", "relevance+stance", "equivalence", "evidence"}
+    doc = json.loads(json.dumps(res.to_json()))
+    assert doc["schema"] == "perspect.result/1" and len(doc["clusters"]) == len(res.clusters)
+
+
+def test_cancel_stops_between_stages(tiny_index, tiny_pair_model):
+    p = Perspect.open("tiny", home=tiny_index, model=tiny_pair_model)
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(Cancelled):
+        p.search("uniforms", cancel=ev)
+
+
+def _c(stance: str, score: float) -> PerspectiveCluster:
+    m = Member(f"{stance}{score}", "t", 0.9, 0.9 if stance == "support" else 0.1)
+    return PerspectiveCluster(m, (m,), stance, 0.9, score)
+
+
+def test_interleave_alternates_sides_strongest_first():
+    out = _interleave(
+        [_c("support", 0.9), _c("support", 0.8), _c("support", 0.7), _c("oppose", 0.5)]
+    )
+    assert [(c.stance, c.score) for c in out] == [
+        ("support", 0.9),
+        ("oppose", 0.5),
+        ("support", 0.8),
+        ("support", 0.7),
+    ]
+
+
+def test_coverage_warnings():
+    assert _coverage(3, 3, 0.25).warning is None
+    assert "no opposing" in _coverage(4, 0, 0.25).warning
+    assert "few supporting" in _coverage(1, 9, 0.25).warning
+    assert "no perspective" in _coverage(0, 0, 0.25).warning

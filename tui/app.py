@@ -1,0 +1,180 @@
+"""The Perspect terminal UI: thin app; widgets in tui/widgets, styles in perspect.tcss.
+
+Searches run in an exclusive thread worker that posts progress messages; Esc cancels through a
+threading.Event the engine checks between stages, so the UI never blocks on the models.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Header, ListView, ProgressBar, Static
+
+from perspect.errors import PerspectError
+from perspect.result import SearchResult
+from tui.messages import SearchDone, SearchFailed, SearchProgress
+from tui.widgets.claim_input import ClaimInput
+from tui.widgets.cluster_item import ClusterItem
+from tui.widgets.coverage_bar import CoverageBar
+from tui.widgets.detail_screen import DetailScreen
+from tui.widgets.help_screen import HelpScreen
+from tui.widgets.side_column import SideColumn
+
+
+class PerspectApp(App[None]):
+    CSS_PATH = "perspect.tcss"
+    TITLE = "Perspect"
+    SUB_TITLE = "diverse, substantiated perspectives"
+    BINDINGS = [
+        # priority: the claim box would otherwise take ctrl+s / F1 for itself
+        Binding("ctrl+s", "export", "Export", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+        Binding("f1", "help", "Help", priority=True),
+        Binding("question_mark", "help", "Help", show=False),  # outside the claim box
+        Binding("ctrl+q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        index: str = "default",
+        home: str | Path | None = None,
+        model: str | Path | None = None,
+        export_dir: str | Path | None = None,
+        show_timings: bool = True,
+    ):
+        super().__init__()
+        self.index_name, self.home, self.model_dir = index, home, model
+        self.export_dir = Path(export_dir or ".")
+        self.show_timings = show_timings
+        self.perspect = None
+        self.result: SearchResult | None = None
+        self._cancel: threading.Event | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ClaimInput(id="claim")
+        with Horizontal(id="status-row"):
+            yield ProgressBar(id="progress", total=1.0, show_eta=False, show_percentage=False)
+            yield Static("", id="status")
+        yield CoverageBar(id="coverage")
+        with Horizontal(id="sides"):
+            yield SideColumn("Support", "support", id="support")
+            yield SideColumn("Oppose", "oppose", id="oppose")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        from perspect.api import Perspect
+
+        try:
+            self.perspect = Perspect.open(self.index_name, home=self.home, model=self.model_dir)
+        except PerspectError as e:
+            self._status(f"[red]{e.message}[/]" + (f"\n[dim]fix: {e.hint}[/]" if e.hint else ""))
+            return
+        pools = ", ".join(f"{p} {n:,}" for p, n in self.perspect.pools.items())
+        note = (
+            ""
+            if self.perspect.has_models
+            else ("  [yellow]no trained models: retrieval only (fix: perspect train)[/]")
+        )
+        self._status(f"index [b]{self.index_name}[/]: {pools}{note}")
+        self.query_one(ClaimInput).focus()
+
+    def _status(self, markup: str) -> None:
+        self.query_one("#status", Static).update(markup)
+
+    # -- searching -------------------------------------------------------------------------------
+    def on_input_submitted(self, event: ClaimInput.Submitted) -> None:
+        claim = event.value.strip()
+        if self.perspect is None:
+            self.notify("no index is open", severity="error")
+            return
+        from perspect.types import validate_claim
+
+        try:
+            claim = validate_claim(claim)
+        except PerspectError as e:
+            self.notify(e.message, severity="warning")
+            return
+        self.query_one(ClaimInput).remember(claim)
+        if self._cancel is not None:
+            self._cancel.set()
+        self._cancel = threading.Event()
+        self.query_one(ProgressBar).update(progress=0.0)
+        self._status(f"searching “{claim}” …")
+        self.run_search(claim, self._cancel)
+
+    @work(thread=True, exclusive=True, group="search")
+    def run_search(self, claim: str, cancel: threading.Event) -> None:
+        from perspect.engine import Cancelled
+
+        try:
+            res = self.perspect.search(
+                claim, progress=lambda s, f: self.post_message(SearchProgress(s, f)), cancel=cancel
+            )
+        except Cancelled:
+            self.post_message(SearchFailed("search cancelled"))
+        except PerspectError as e:
+            self.post_message(SearchFailed(e.message, e.hint))
+        else:
+            if not cancel.is_set():
+                self.post_message(SearchDone(res))
+
+    def on_search_progress(self, msg: SearchProgress) -> None:
+        self.query_one(ProgressBar).update(progress=msg.fraction)
+        self._status(f"{msg.stage} …")
+
+    async def on_search_done(self, msg: SearchDone) -> None:
+        self.result = res = msg.result
+        await self.query_one("#support", SideColumn).show(res.side("support"))
+        await self.query_one("#oppose", SideColumn).show(res.side("oppose"))
+        self.query_one(CoverageBar).show(res.coverage)
+        self.query_one(ProgressBar).update(progress=1.0)
+        took = f" in {res.took_ms:.0f} ms" if self.show_timings else ""
+        n = len(res.clusters)
+        self._status(
+            f"{n} perspective{'s' if n != 1 else ''}{took} · Tab to a column, Enter opens one"
+        )
+        if not res.clusters and res.hits:
+            self._status(f"{res.coverage.warning}")
+
+    def on_search_failed(self, msg: SearchFailed) -> None:
+        self.query_one(ProgressBar).update(progress=0.0)
+        self._status(f"[red]{msg.error}[/]" + (f"  [dim]fix: {msg.hint}[/]" if msg.hint else ""))
+
+    # -- actions ---------------------------------------------------------------------------------
+    def on_list_view_selected(self, event: ListView.Selected) -> None:
+        if isinstance(event.item, ClusterItem):
+            self.push_screen(DetailScreen(event.item.cluster))
+
+    def action_cancel(self) -> None:
+        if self._cancel is not None and not self._cancel.is_set():
+            self._cancel.set()
+            self._status("cancelling …")
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_export(self) -> None:
+        if self.result is None:
+            self.notify("nothing to export yet: search first", severity="warning")
+            return
+        from perspect.render import to_markdown
+
+        stem = self.export_dir / f"perspect-{time.strftime('%Y%m%d-%H%M%S')}"
+        self.export_dir.mkdir(parents=True, exist_ok=True)
+        stem.with_suffix(".md").write_text(to_markdown(self.result), encoding="utf-8")
+        stem.with_suffix(".json").write_text(
+            json.dumps(self.result.to_json(), indent=2, ensure_ascii=False), encoding="utf-8"
+        )
+        self.notify(f"exported {stem}.md and {stem}.json")
+
+
+def run(index: str = "default", home: str | None = None, model: str | None = None) -> None:
+    PerspectApp(index=index, home=home, model=model).run()

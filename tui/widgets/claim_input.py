@@ -1,0 +1,43 @@
+"""The claim box: history on up/down, example claims as completions."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.suggester import SuggestFromList
+from textual.widgets import Input
+
+EXAMPLES = [
+    "Animals should have lawful rights",
+    "School uniforms should be compulsory",
+    "Nuclear power is the answer to climate change",
+    "Social media does more harm than good",
+    "The voting age should be lowered to 16",
+]
+
+
+class ClaimInput(Input):
+    BINDINGS = [
+        Binding("up", "history(-1)", "older claim", show=False),
+        Binding("down", "history(1)", "newer claim", show=False),
+    ]
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(
+            placeholder="Type a contentious claim and press Enter (↑ history, → completes an example)",
+            suggester=SuggestFromList(EXAMPLES, case_sensitive=False),
+            **kwargs,
+        )
+        self.history: list[str] = []
+        self._pos = 0
+
+    def remember(self, claim: str) -> None:
+        if claim and (not self.history or self.history[-1] != claim):
+            self.history.append(claim)
+        self._pos = len(self.history)
+
+    def action_history(self, step: int) -> None:
+        if not self.history:
+            return
+        self._pos = max(0, min(len(self.history), self._pos + step))
+        self.value = self.history[self._pos] if self._pos < len(self.history) else ""
+        self.cursor_position = len(self.value)

@@ -1,0 +1,29 @@
+"""One perspective cluster in a side column: representative, strength bar, phrasings, evidence."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Label, ListItem
+
+from perspect.render import bar
+from perspect.result import PerspectiveCluster
+
+
+class ClusterItem(ListItem):
+    def __init__(self, cluster: PerspectiveCluster) -> None:
+        self.cluster = cluster
+        super().__init__(Label(self._text(), markup=False))
+
+    def _text(self) -> Text:
+        c = self.cluster
+        colour = "green" if c.stance == "support" else "red"
+        t = Text()
+        t.append(bar(c.strength, 8), style=colour)
+        t.append(f" {c.representative.text}\n")
+        meta = [f"strength {c.strength:.2f}"]
+        if len(c.members) > 1:
+            meta.append(f"{len(c.members)} phrasings")
+        if c.evidence:
+            meta.append(f"{c.supported_by}/{len(c.evidence)} evidence")
+        t.append("  " + " · ".join(meta), style="dim")
+        return t

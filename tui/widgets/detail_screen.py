@@ -1,0 +1,45 @@
+"""A cluster opened: all phrasings, evidence paragraphs with verdicts and scores, metadata."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from perspect.result import PerspectiveCluster
+
+
+class DetailScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,enter", "dismiss", "close")]
+
+    def __init__(self, cluster: PerspectiveCluster) -> None:
+        super().__init__()
+        self.cluster = cluster
+
+    def compose(self) -> ComposeResult:
+        c = self.cluster
+        t = Text()
+        colour = "green" if c.stance == "support" else "red"
+        t.append(f"{c.stance.upper()}  ", style=f"bold {colour}")
+        t.append(f"strength {c.strength:.2f} · relevance {c.representative.relevance:.2f}\n\n")
+        t.append("Phrasings\n", style="bold underline")
+        for m in c.members:
+            src = m.metadata.get("source")
+            t.append(f" • {m.text}")
+            t.append(
+                f"  [{m.id}{', ' + str(src) if src else ''}; rel {m.relevance:.2f}]\n", style="dim"
+            )
+        t.append("\nEvidence\n", style="bold underline")
+        if not c.evidence:
+            t.append(" none retrieved\n", style="dim")
+        for e in c.evidence:
+            style = "green" if e.verdict == "supports" else "yellow"
+            t.append(f" {e.verdict} ({e.score:.2f})", style=style)
+            meta = ", ".join(f"{k}: {v}" for k, v in e.metadata.items())
+            t.append(f"  [{e.id}{'; ' + meta if meta else ''}]\n", style="dim")
+            t.append(f"   {e.text}\n\n")
+        with VerticalScroll(id="detail-box"):
+            yield Static(t, id="detail-body")

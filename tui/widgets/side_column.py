@@ -1,0 +1,28 @@
+"""A titled column of clusters for one side (Support or Oppose)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Label, ListView
+
+from perspect.result import PerspectiveCluster
+from tui.widgets.cluster_item import ClusterItem
+
+
+class SideColumn(Vertical):
+    def __init__(self, title: str, stance: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.title_text = title
+        self.stance = stance
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.title_text, classes="side-title")
+        yield ListView(id=f"{self.stance}-list")
+
+    async def show(self, clusters: tuple[PerspectiveCluster, ...]) -> None:
+        lv = self.query_one(ListView)
+        await lv.clear()
+        await lv.extend(ClusterItem(c) for c in clusters)
+        lv.index = 0 if clusters else None  # Enter opens the strongest one straight away
+        self.query_one(Label).update(f"{self.title_text} ({len(clusters)})")
