@@ -10,15 +10,20 @@ TORCH_PIP_ARGS ?=
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
 CLAIM ?= animals should have lawful rights
 
-.PHONY: setup demo test lint clean-venv
+.PHONY: setup demo models test lint
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
+	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; } \
+	  || echo "tmux not installed: the tmux UI test will be skipped"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0 $(TORCH_PIP_ARGS)
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	# PyLate without its fast-plaid dependency (needs another torch and crashes with this one);
+	# its real dependencies are in pyproject.toml. `pip check` will mention fast-plaid: harmless.
+	$(BIN)/python -m pip install -q --no-deps pylate==1.6.0
 	touch $@
 
 demo: setup
@@ -32,6 +37,13 @@ demo: setup
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
 	       [ -f $$f ] && echo "--evidence $$f" && break; done)
 	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
+
+# Train the pairwise heads (~45 min on 2 CPU cores) and the ColBERT model (~25 min), then rebuild
+# `default` with BM25 + ColBERT. Needs the PERSPECTRUM files fetched by `make demo`.
+models: setup
+	$(BIN)/perspect train --task all --profile full --data data/perspectrum
+	$(BIN)/perspect train --task colbert --profile full --data data/perspectrum
+	$(MAKE) demo
 
 test: setup
 	$(BIN)/ruff check .

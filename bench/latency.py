@@ -1,0 +1,103 @@
+"""Whole-search latency of the engine vs a naive pipeline, over PERSPECTRUM dev claims, in one run.
+
+    python bench/latency.py [--index default] [--home indexes] [--model models/pair] [--limit N]
+
+Engine: `Perspect.search` (hybrid retrieval when the index has ColBERT, relevance and stance from
+one forward pass, lexically filtered equivalence pairs, evidence for the top clusters in one batch).
+Naive: the same models on BM25 top-k with separate relevance and stance passes, equivalence on every
+pair of kept perspectives, and evidence judged per cluster. Warm (models loaded, one warm-up query),
+one query at a time, this machine's CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perspect import Perspect  # noqa: E402
+from perspect.perspectrum import load_claims  # noqa: E402
+from reranker.roles import pair_for  # noqa: E402
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def naive(p: Perspect, claim: str, k: int) -> int:
+    eng = p.engine()
+    m = eng.model
+    hits = p.retrieve(claim, k=k, retriever="bm25").hits
+    pairs = [pair_for("relevance", claim, h.text) for h in hits]
+    rel = m.predict(pairs, ["relevance"])["relevance"]
+    sup = m.predict(pairs, ["stance"])["stance"]
+    kept = [h for h, r in zip(hits, rel, strict=True) if r >= m.threshold("relevance")]
+    _ = sup
+    pp = list(itertools.combinations(kept, 2))
+    if pp:
+        m.predict([pair_for("equivalence", claim, a.text, b.text) for a, b in pp], ["equivalence"])
+    for h in kept[: eng.config.evidence_clusters]:
+        ev = p.retrieve(
+            f"{claim} {h.text}", k=eng.config.evidence_candidates, pool="evidence", retriever="bm25"
+        ).hits
+        if ev:
+            m.predict([pair_for("evidence", claim, h.text, e.text) for e in ev], ["evidence"])
+    return len(kept)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--index", default="default")
+    ap.add_argument("--home", default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "perspectrum"))
+    ap.add_argument("--limit", type=int, default=60)
+    args = ap.parse_args()
+    if not (Path(args.data) / "dataset_split_v1.0.json").is_file():
+        print(f"skip: no PERSPECTRUM data in {args.data}")
+        return 0
+    claims = [c.text for c in load_claims(args.data, "dev")][: args.limit]
+    p = Perspect.open(args.index, home=args.home, model=args.model)
+    eng = p.engine()
+    p.search(claims[0])
+    naive(p, claims[0], eng.config.candidates)
+    print(
+        f"# Whole-search latency, {len(claims)} PERSPECTRUM dev claims, index {args.index} "
+        f"({', '.join(p._searcher.retrievers)}), warm\n"
+    )
+    print("| pipeline | p50 ms | p95 ms | mean ms | clusters/claim |")
+    print("|---|---|---|---|---|")
+    stage_times: dict[str, list[float]] = {}
+    for name in ("engine", "naive"):
+        times, sizes = [], []
+        for c in claims:
+            t0 = time.perf_counter()
+            if name == "engine":
+                r = p.search(c)
+                sizes.append(len(r.clusters))
+                for k, v in r.timings_ms.items():
+                    stage_times.setdefault(k, []).append(v)
+            else:
+                sizes.append(naive(p, c, eng.config.candidates))
+            times.append((time.perf_counter() - t0) * 1000)
+        print(
+            f"| {name} | {statistics.median(times):.0f} | {pct(times, 0.95):.0f} | "
+            f"{statistics.mean(times):.0f} | {statistics.mean(sizes):.1f} |"
+        )
+    print(
+        "\nengine stages (p50 ms): "
+        + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in stage_times.items())
+    )
+    print("(naive 'clusters' = kept perspectives: it does not cluster)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
