@@ -390,6 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--data", default=str(DEFAULT_DATA))
     ep.add_argument("--split", default="dev", choices=["train", "dev", "test"])
     ep.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    ep.add_argument(
+        "--index",
+        default=None,
+        help="evaluate the engine's retrieval on this index (default: a scratch BM25 "
+        "index of the pools in --data)",
+    )
+    _add_home(ep)
     ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
     ep.add_argument("--k-evid", type=int, default=None, help="evidence candidates per perspective")
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")

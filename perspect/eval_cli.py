@@ -13,11 +13,10 @@ def run_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from indexer.indexer import Indexer, Source
     from perspect import perspectrum_eval as pe
     from perspect.config import default_pair_model
-    from perspect.data import evidence_pool_file
-    from perspect.perspectrum import load_claims, load_evidence, load_perspectives
+    from perspect.engine import EngineConfig
+    from perspect.perspectrum import load_claims, load_evidence, load_perspectives, pool_searcher
     from perspect.progress import RichReporter
     from reranker.model import PairModel
     from retriever.searcher import Searcher
@@ -28,7 +27,9 @@ def run_eval(args: argparse.Namespace) -> int:
     claims = load_claims(data, args.split)[: args.limit]
     tasks = model.manifest["tasks"]
     k = model.manifest.get("retrieval_k", {})
-    k_persp = args.k_persp or k.get("perspectives", 40)
+    # With --index, the engine's candidate depth; else the depth the thresholds were tuned at.
+    default_k = EngineConfig().candidates if args.index else k.get("perspectives", 40)
+    k_persp = args.k_persp or default_k
     k_evid = args.k_evid or k.get("evidence", 10)
     perspectives = load_perspectives(data)
     evidence = load_evidence(data)
@@ -37,12 +38,12 @@ def run_eval(args: argparse.Namespace) -> int:
         tempfile.TemporaryDirectory(prefix="perspect-eval-") as tmp,
         RichReporter(quiet=args.quiet or args.json) as rep,
     ):
-        srcs = [Source("perspectives", data / "perspective_pool_v1.0.json")]
-        if evidence_pool_file(data):
-            srcs.append(Source("evidence", evidence_pool_file(data)))
-        with rep.stage("indexing pools (bm25)"):
-            Indexer("eval", home=tmp).build(srcs)
-        searcher = Searcher("eval", home=tmp)
+        if args.index:  # the engine's own retrieval (hybrid when the index has ColBERT)
+            searcher = Searcher(args.index, home=args.home)
+        else:
+            with rep.stage("indexing pools (bm25)"):
+                searcher = pool_searcher(data, tmp)
+        retrieval = f"{searcher.default_retriever} top-{k_persp}"
         with rep.stage(f"running the pipeline on {args.split}", total=len(claims)) as adv:
             pred = pe.predict(
                 model,
@@ -54,6 +55,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 k_evid,
                 tasks,
                 progress=adv,
+                evidence_retriever="bm25",
             )
         searcher.close()
     scores = pe.score(pred, model.manifest["thresholds"])
@@ -67,7 +69,7 @@ def run_eval(args: argparse.Namespace) -> int:
             "claims": len(claims),
             "model": str(args.model),
             "thresholds": model.manifest["thresholds"],
-            "retrieval": {"perspectives": f"bm25 top-{k_persp}", "evidence": f"bm25 top-{k_evid}"},
+            "retrieval": {"perspectives": retrieval, "evidence": f"bm25 top-{k_evid}"},
             "evidence_scope": "clusters with at least one eId resolvable in the evidence pool",
             "seconds": round(time.perf_counter() - t0, 1),
         },

@@ -75,3 +75,38 @@ def load_evidence(folder: str | Path) -> dict[int, str]:
     if path is None:
         return {}
     return {int(r["eId"]): r["text"] for r in _load_json(path)}
+
+
+DATA_FILES = (ANNOTATIONS, SPLIT, PERSPECTIVES)
+
+
+def data_fingerprints(folder: str | Path) -> list[dict]:
+    """Name, size and sha256 of the files a model was trained on (for its manifest)."""
+    import hashlib
+
+    files = [Path(folder) / n for n in DATA_FILES]
+    if evidence_pool_file(folder) is not None:
+        files.append(evidence_pool_file(folder))
+    return [
+        {
+            "file": f.name,
+            "size": f.stat().st_size,
+            "sha256": hashlib.sha256(f.read_bytes()).hexdigest(),
+        }
+        for f in files
+        if f.is_file()
+    ]
+
+
+def pool_searcher(folder: str | Path, home: str | Path, name: str = "perspectrum"):
+    """A BM25 index of the PERSPECTRUM pools in `home` (a scratch folder), opened for search:
+    training mines negatives with it and evaluation retrieves with it."""
+    from indexer.indexer import Indexer, Source
+    from perspect.config import IndexConfig
+    from retriever.searcher import Searcher
+
+    srcs = [Source("perspectives", Path(folder) / PERSPECTIVES)]
+    if evidence_pool_file(folder) is not None:
+        srcs.append(Source("evidence", evidence_pool_file(folder)))
+    Indexer(name, home=home, config=IndexConfig(("bm25",))).build(srcs)
+    return Searcher(name, home=home)

@@ -45,6 +45,7 @@ def predict(
     k_evid: int = 10,
     tasks: Sequence[str] = ("relevance", "stance", "equivalence", "evidence"),
     progress: Callable[[int], None] | None = None,
+    evidence_retriever: str | None = None,
 ) -> Predictions:
     """Run retrieval and the models over `claims`; `progress(1)` after each claim."""
     pred = Predictions()
@@ -84,7 +85,8 @@ def predict(
                     continue  # unresolvable evidence is unknown, never negative
                 persp = perspectives[cl.pids[0]]
                 q = f"{c.text} {persp}"
-                cands = [int(h.id) for h in searcher.search(q, "evidence", k_evid).hits]
+                hits = searcher.search(q, "evidence", k_evid, retriever=evidence_retriever).hits
+                cands = [int(h.id) for h in hits]
                 probs = model.predict(
                     [pair_for("evidence", c.text, persp, evidence[e]) for e in cands], ["evidence"]
                 )["evidence"]

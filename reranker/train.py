@@ -72,10 +72,6 @@ PROFILES = {
 }
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def length_bucketed_batches(
     examples: Sequence[Example], batch_size: int, rng: random.Random
 ) -> list[list[Example]]:
@@ -204,13 +200,15 @@ def train(
     profile: str | Profile = "full",
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
-    home: str | Path | None = None,
 ) -> PairModel:
-    from indexer.indexer import Indexer, Source
     from perspect import perspectrum_eval as pe
-    from perspect.data import evidence_pool_file
-    from perspect.perspectrum import load_claims, load_evidence, load_perspectives
-    from retriever.searcher import Searcher
+    from perspect.perspectrum import (
+        data_fingerprints,
+        load_claims,
+        load_evidence,
+        load_perspectives,
+        pool_searcher,
+    )
 
     prof = PROFILES[profile] if isinstance(profile, str) else profile
     reporter = reporter or NullReporter()
@@ -232,14 +230,8 @@ def train(
         tune_claims = tune_claims[: prof.max_tune_claims]
 
     with tempfile.TemporaryDirectory(prefix="perspect-train-") as tmp:
-        idx_home = Path(home or tmp)
-        srcs = [Source("perspectives", data_dir / "perspective_pool_v1.0.json")]
-        ev_file = evidence_pool_file(data_dir)
-        if ev_file is not None:
-            srcs.append(Source("evidence", ev_file))
         with reporter.stage("indexing pools for negatives (bm25)"):
-            Indexer("perspectrum-train", home=idx_home).build(srcs)
-        searcher = Searcher("perspectrum-train", home=idx_home)
+            searcher = pool_searcher(data_dir, tmp)
 
         with reporter.stage("building training pairs"):
             examples = build_examples(fit_claims, perspectives, evidence, searcher, rng, tasks)
@@ -269,22 +261,10 @@ def train(
             )
             calibrate_and_tune(model, pred)
 
-        files = [
-            data_dir / n
-            for n in (
-                "perspectrum_with_answers_v1.0.json",
-                "dataset_split_v1.0.json",
-                "perspective_pool_v1.0.json",
-            )
-        ]
-        if ev_file is not None:
-            files.append(ev_file)
         model.manifest.update(
             {
                 "profile": asdict(prof),
-                "data": [
-                    {"file": f.name, "size": f.stat().st_size, "sha256": sha256(f)} for f in files
-                ],
+                "data": data_fingerprints(data_dir),
                 "claims": {"fit": len(fit_claims), "tune": len(tune_claims)},
                 "pairs_available": counts,
                 "training": stats,

@@ -43,29 +43,12 @@ DOCS = [
 
 
 @pytest.fixture(scope="session")
-def tiny_colbert(tmp_path_factory):
+def tiny_colbert(tiny_base, tmp_path_factory):
+    """The tiny random BERT plus a 16-d projection, saved once and reused (as the product does)."""
     from pylate import models
-    from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from reranker.model import resolve_base
-
-    base = tmp_path_factory.mktemp("tiny-bert-colbert")
-    tok = AutoTokenizer.from_pretrained(resolve_base(None))
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    import torch
-
-    torch.manual_seed(0)
-    BertModel(cfg).save_pretrained(base)
-    tok.save_pretrained(base)
     model = models.ColBERT(
-        model_name_or_path=str(base),
+        model_name_or_path=tiny_base,
         device="cpu",
         embedding_size=16,
         query_length=16,
