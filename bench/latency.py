@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perspect import Perspect  # noqa: E402
+from perspect.engine import EngineConfig  # noqa: E402
 from perspect.perspectrum import load_claims  # noqa: E402
 from reranker.roles import pair_for  # noqa: E402
 
@@ -65,8 +66,12 @@ def main() -> int:
         return 0
     claims = [c.text for c in load_claims(args.data, "dev")][: args.limit]
     p = Perspect.open(args.index, home=args.home, model=args.model)
+    pq = Perspect.open(
+        args.index, home=args.home, model=args.model, config=EngineConfig(quantize=True)
+    )
     eng = p.engine()
-    p.search(claims[0])
+    for q in (p, pq):
+        q.search(claims[0])
     naive(p, claims[0], eng.config.candidates)
     print(
         f"# Whole-search latency, {len(claims)} PERSPECTRUM dev claims, index {args.index} "
@@ -75,15 +80,15 @@ def main() -> int:
     print("| pipeline | p50 ms | p95 ms | mean ms | clusters/claim |")
     print("|---|---|---|---|---|")
     stage_times: dict[str, list[float]] = {}
-    for name in ("engine", "naive"):
+    for name in ("engine", "engine int8", "naive"):
         times, sizes = [], []
         for c in claims:
             t0 = time.perf_counter()
-            if name == "engine":
-                r = p.search(c)
+            if name.startswith("engine"):
+                r = (pq if name.endswith("int8") else p).search(c)
                 sizes.append(len(r.clusters))
                 for k, v in r.timings_ms.items():
-                    stage_times.setdefault(k, []).append(v)
+                    stage_times.setdefault(f"{name}: {k}", []).append(v)
             else:
                 sizes.append(naive(p, c, eng.config.candidates))
             times.append((time.perf_counter() - t0) * 1000)

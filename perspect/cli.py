@@ -400,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
     ep.add_argument("--k-evid", type=int, default=None, help="evidence candidates per perspective")
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
+    ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
     ep.add_argument("--json", action="store_true")
     ep.add_argument("-q", "--quiet", action="store_true")
     ep.set_defaults(func=cmd_eval)

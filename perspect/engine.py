@@ -41,6 +41,7 @@ class EngineConfig:
     evidence_candidates: int = 2  # paragraphs judged per cluster
     min_overlap: float = 0.2  # stem Jaccard for an equivalence candidate pair
     thin_side: float = 0.25  # warn when a side has less than this share of clusters
+    quantize: bool = False  # int8 dynamic quantization of the cross-encoder (see bench/latency.py)
 
 
 class _UnionFind:
@@ -60,8 +61,8 @@ class _UnionFind:
 class Engine:
     def __init__(self, searcher: Searcher, model: PairModel, config: EngineConfig | None = None):
         self.searcher = searcher
-        self.model = model
         self.config = config or EngineConfig()
+        self.model = model.quantized() if self.config.quantize else model
         self._bm25 = None
 
     def _stems(self, text: str) -> set[str]:

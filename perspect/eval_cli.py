@@ -24,6 +24,8 @@ def run_eval(args: argparse.Namespace) -> int:
     data = Path(args.data)
     args.model = args.model or str(default_pair_model())
     model = PairModel.load(args.model)  # first: a missing model is the likelier, cheaper failure
+    if args.quantize:
+        model = model.quantized()
     claims = load_claims(data, args.split)[: args.limit]
     tasks = model.manifest["tasks"]
     k = model.manifest.get("retrieval_k", {})

@@ -136,6 +136,12 @@ class PairModel:
         net.eval()
         return cls(tok, net, manifest)
 
+    def quantized(self) -> PairModel:
+        """Int8 dynamic quantization of the linear layers for CPU inference (weights stay on
+        disk in float32). Measured in bench/latency.py and `perspect eval --quantize`."""
+        q = torch.ao.quantization.quantize_dynamic(self.net, {nn.Linear}, dtype=torch.qint8)
+        return PairModel(self.tokenizer, q, {**self.manifest, "quantized": "dynamic-int8"})
+
     def save(self, folder: str | Path) -> None:
         """Write to a temporary folder, then rename: a crash never leaves half a model."""
         folder = Path(folder)
