@@ -366,7 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train the pairwise models on PERSPECTRUM train")
     t.add_argument(
-        "--task", default="all", choices=["all", "relevance", "stance", "equivalence", "evidence"]
+        "--task",
+        default="all",
+        choices=["all", "relevance", "stance", "equivalence", "evidence", "colbert"],
     )
     t.add_argument(
         "--base",

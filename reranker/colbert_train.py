@@ -38,7 +38,7 @@ class ColBERTProfile:
 
 PROFILES = {
     "quick": ColBERTProfile("quick", 12, 0.5, 8, 5e-5, 48, 16),
-    "full": ColBERTProfile("full", None, 21.0, 32, 3e-5, 12000, 2400),
+    "full": ColBERTProfile("full", None, 21.0, 16, 3e-5, 12000, 1200),
 }
 
 
@@ -147,7 +147,7 @@ def train_colbert(
             num_train_epochs=1,
             per_device_train_batch_size=prof.batch_size,
             learning_rate=prof.lr,
-            warmup_ratio=0.05,
+            warmup_steps=0.05,
             save_strategy="no",
             report_to="none",
             logging_steps=50,

@@ -12,6 +12,11 @@ Updates: PLAID appends new documents to the existing centroids without re-cluste
 only drop ids from the inverted lists. Once the documents added since the last full build exceed
 `rebuild_ratio` (default 0.5) of the index, `needs_rebuild()` asks the indexer to rebuild this pool's
 ColBERT index from the item store, so centroids never drift far from the data.
+
+Small pools (under `min_plaid_docs`, default 1,000) are scored exactly instead: MaxSim over every
+stored token vector. PLAID's k-means cannot train with fewer token vectors than centroids (a dozen
+documents fail outright), and exact scoring of a small pool is as fast. When a pool grows past the
+threshold the indexer rebuilds it as PLAID.
 """
 
 from __future__ import annotations
@@ -40,8 +45,12 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "centroid_score_threshold": 0.35,
     "ndocs": 1024,
     "rebuild_ratio": 0.5,
+    # Below this many documents a pool is scored exactly (MaxSim over all stored token vectors):
+    # PLAID's k-means needs many more token vectors than centroids, and small pools are fast anyway.
+    "min_plaid_docs": 1000,
 }
 STATE = "perspect_colbert.json"
+EXACT = "exact.pt"
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
@@ -112,6 +121,8 @@ class ColBERTBackend(Backend):
         self._ids: dict[str, int] | None = None
         self._rev: dict[int, str] | None = None
         self._model = None
+        self._exact_store: dict[str, Any] | None = None
+        self._flat = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -128,6 +139,7 @@ class ColBERTBackend(Backend):
             "model_fingerprint": model_fingerprint(cfg["model"]),
             "built_count": 0,
             "added_since_build": 0,
+            "mode": "exact",
         }
         b = cls(folder, cfg, state)
         b._save_state()
@@ -209,13 +221,20 @@ class ColBERTBackend(Backend):
     def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
         if not items:
             return
-        present = [it.id for it in items if it.id in self._mapping()]
+        present = [it.id for it in items if self._has(it.id)]
         if present:
             self.delete(present)
         embs = self.encode([it.text for it in items], is_query=False, progress=progress)
+        ids = [it.id for it in items]
+        if self.mode == "exact":
+            if self.count() == 0 and len(items) >= self.config["min_plaid_docs"]:
+                self.state["mode"] = "plaid"  # a first build large enough for PLAID's k-means
+            else:
+                self._exact_add(ids, embs)
+                self._save_state()
+                return
         first = self._index() is None
-        plaid = self._index(create=True)
-        plaid.add_documents(documents_ids=[it.id for it in items], documents_embeddings=embs)
+        self._index(create=True).add_documents(documents_ids=ids, documents_embeddings=embs)
         if first:
             self.state["built_count"] = len(items)
             self.state["added_since_build"] = 0
@@ -225,6 +244,12 @@ class ColBERTBackend(Backend):
         self._save_state()
 
     def delete(self, ids: Sequence[str]) -> None:
+        if self.mode == "exact":
+            store = self._exact()
+            for i in ids:
+                store.pop(i, None)
+            self._exact_save()
+            return
         mapping = self._mapping()
         present = [i for i in ids if i in mapping]
         if present and self._index() is not None:
@@ -232,13 +257,74 @@ class ColBERTBackend(Backend):
             self._ids = None
 
     def needs_rebuild(self) -> bool:
+        """Exact mode outgrew itself, or PLAID's centroids were trained on too little of the data."""
+        if self.mode == "exact":
+            return self.count() >= self.config["min_plaid_docs"]
         built = max(1, self.state.get("built_count", 0))
         return self.state.get("added_since_build", 0) > self.config["rebuild_ratio"] * built
 
+    # -- exact mode: small pools, where PLAID's k-means has too few points to train --------------
+    @property
+    def mode(self) -> str:
+        return self.state.get("mode", "exact")
+
+    def _exact(self) -> dict[str, Any]:
+        if self._exact_store is None:
+            import torch
+
+            p = self.folder / EXACT
+            self._exact_store = torch.load(p, weights_only=True) if p.exists() else {}
+            self._flat = None
+        return self._exact_store
+
+    def _exact_add(self, ids: list[str], embs: list[Any]) -> None:
+        import torch
+
+        store = self._exact()
+        for i, e in zip(ids, embs, strict=True):
+            store[i] = torch.as_tensor(e).to(torch.float16)
+        self._exact_save()
+
+    def _exact_save(self) -> None:
+        import torch
+
+        torch.save(self._exact(), self.folder / EXACT)
+        self._flat = None
+
+    def _exact_search(self, q, k: int) -> list[tuple[str, float]]:
+        """MaxSim over every stored token: sum over query tokens of the best document token."""
+        import torch
+
+        store = self._exact()
+        if not store:
+            return []
+        if self._flat is None:
+            ids = list(store)
+            lens = torch.tensor([store[i].shape[0] for i in ids])
+            self._flat = (
+                ids,
+                torch.cat([store[i].float() for i in ids]),
+                torch.repeat_interleave(torch.arange(len(ids)), lens),
+            )
+        ids, tokens, owner = self._flat
+        sim = torch.as_tensor(q).float() @ tokens.T  # (query tokens, all doc tokens)
+        best = torch.full((sim.shape[0], len(ids)), float("-inf"))
+        best = best.scatter_reduce(1, owner.expand(sim.shape[0], -1), sim, reduce="amax")
+        scores = best.sum(0)
+        top = torch.topk(scores, min(k, len(ids)))
+        return [(ids[i], float(v)) for v, i in zip(top.values, top.indices, strict=True)]
+
+    def _has(self, ident: str) -> bool:
+        return ident in (self._exact() if self.mode == "exact" else self._mapping())
+
     # -- reads -----------------------------------------------------------------------------------
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        if self.mode == "exact":
+            return self._exact_search(self.encode([query], is_query=True)[0], k)
         plaid = self._index()
-        if plaid is None or k <= 0:
+        if plaid is None:
             return []
         mapping = self._mapping()
         q = self.encode([query], is_query=True)[0]
@@ -248,7 +334,7 @@ class ColBERTBackend(Backend):
         return [(rev[p], float(s)) for p, s in zip(pids, scores, strict=False) if p in rev]
 
     def count(self) -> int:
-        return len(self._mapping())
+        return len(self._exact()) if self.mode == "exact" else len(self._mapping())
 
     def close(self) -> None:
         self._plaid = None

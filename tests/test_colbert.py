@@ -86,18 +86,82 @@ def test_colbert_index_search_add_delete_reload(tiny_colbert, tmp_path):
     hybrid = p.retrieve(target, k=5)
     assert hybrid.retriever == "hybrid" and hybrid.hits[0].id == "d8"
 
-    new = write_jsonl(tmp_path / "n.jsonl", [{"id": "x1", "text": "Robots will replace drivers."}])
+    new = write_jsonl(
+        tmp_path / "n.jsonl",
+        [
+            {
+                "id": "x1",
+                "text": "Robots and self-driving lorries will replace most human drivers within a decade.",
+            }
+        ],
+    )
     Indexer("c", home=tmp_path / "h").add([Source("perspectives", new)])
     p = Perspect.open("c", home=tmp_path / "h")
     assert p.pools["perspectives"] == 13
-    assert p.retrieve("Robots will replace drivers.", k=3, retriever="colbert").hits[0].id == "x1"
+    assert (
+        p.retrieve(
+            "Robots and self-driving lorries will replace most human drivers within a decade.",
+            k=3,
+            retriever="colbert",
+        )
+        .hits[0]
+        .id
+        == "x1"
+    )
 
     Indexer("c", home=tmp_path / "h").delete("perspectives", ["x1", "d8"])
     p = Perspect.open("c", home=tmp_path / "h")
-    ids = {h.id for h in p.retrieve("Robots will replace drivers.", k=12, retriever="colbert").hits}
+    ids = {
+        h.id
+        for h in p.retrieve(
+            "Robots and self-driving lorries will replace most human drivers within a decade.",
+            k=12,
+            retriever="colbert",
+        ).hits
+    }
     assert "x1" not in ids and "d8" not in ids and len(ids) == 11
     backend = p._searcher.backend("perspectives", "colbert")
     assert backend.count() == 11
+
+
+def test_large_pool_uses_plaid_and_small_growth_switches_to_it(tiny_colbert, tmp_path):
+    import random
+
+    rnd = random.Random(3)
+    words = (
+        "law tax school energy wind health vote court police rights market climate speech "
+        "privacy trade union church state art sport food water city farm"
+    ).split()
+    docs = [
+        {"id": f"s{i}", "text": " ".join(rnd.choice(words) for _ in range(8)) + f" n{i}"}
+        for i in range(1100)
+    ]
+    pool = write_jsonl(tmp_path / "big.jsonl", docs)
+    Indexer("big", home=tmp_path / "h", config=_config(tiny_colbert)).build(
+        [Source("perspectives", pool)]
+    )
+    p = Perspect.open("big", home=tmp_path / "h")
+    b = p._searcher.backend("perspectives", "colbert")
+    assert b.mode == "plaid" and b.count() == 1100
+    assert (b.folder / "plaid" / "plan.json").is_file()
+    hits = p.retrieve(docs[42]["text"], k=10, retriever="colbert").hits
+    assert "s42" in {h.id for h in hits}
+    Indexer("big", home=tmp_path / "h").delete("perspectives", ["s42"])
+    p = Perspect.open("big", home=tmp_path / "h")
+    assert "s42" not in {h.id for h in p.retrieve(docs[42]["text"], k=10, retriever="colbert").hits}
+
+    # a small index in exact mode is rebuilt as PLAID once it outgrows the threshold
+    small = write_jsonl(tmp_path / "small.jsonl", DOCS)
+    Indexer("grow", home=tmp_path / "h", config=_config(tiny_colbert)).build(
+        [Source("perspectives", small)]
+    )
+    g = Perspect.open("grow", home=tmp_path / "h")
+    assert g._searcher.backend("perspectives", "colbert").mode == "exact"
+    rep = Indexer("grow", home=tmp_path / "h").add([Source("perspectives", pool)])
+    g = Perspect.open("grow", home=tmp_path / "h")
+    gb = g._searcher.backend("perspectives", "colbert")
+    assert gb.mode == "plaid" and gb.count() == 1112 and rep.counts["perspectives"] == 1112
+    assert any(op["op"] == "rebuild" for op in g.manifest["operations"])
 
 
 def test_index_refuses_a_changed_model(tiny_colbert, tmp_path):
