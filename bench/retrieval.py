@@ -46,6 +46,13 @@ def main() -> int:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "perspectrum"))
     ap.add_argument("--colbert-model", default=str(default_model()))
     ap.add_argument("--limit", type=int, default=None, help="first N dev claims only")
+    ap.add_argument(
+        "--index",
+        default=None,
+        help="measure an existing BM25+ColBERT index (build times from its manifest "
+        "are not re-measured) instead of building one",
+    )
+    ap.add_argument("--home", default=None)
     args = ap.parse_args()
     data = Path(args.data)
     if not (data / "perspective_pool_v1.0.json").is_file():
@@ -56,26 +63,31 @@ def main() -> int:
         return 0
     dev = load_claims(data, "dev")[: args.limit]
     P, E = load_perspectives(data), load_evidence(data)
-    home = Path(tempfile.mkdtemp(prefix="perspect-retrieval-"))
-    cfg = IndexConfig(("bm25", "colbert"), {"colbert": {"model": args.colbert_model}})
-    srcs = [Source("perspectives", data / "perspective_pool_v1.0.json")]
-    if evidence_pool_file(data):
-        srcs.append(Source("evidence", evidence_pool_file(data)))
-    t0 = time.perf_counter()
-    rep = Indexer("bench", home=home, config=cfg).build(srcs)
-    total_build = time.perf_counter() - t0
-    s = Searcher("bench", home=home)
-
-    print(f"# Retrieval on PERSPECTRUM dev ({len(dev)} claims), model {args.colbert_model}\n")
-    print(
-        "## Build\n\n| pool | retriever | items | seconds | items/s | disk MiB |\n|---|---|---|---|---|---|"
-    )
-    for key, sec in rep.seconds.items():
-        pool, kind = key.split("/")
-        n = rep.counts[pool]
-        size = du(s.version / pool / kind)
-        print(f"| {pool} | {kind} | {n:,} | {sec:.1f} | {n / sec:,.0f} | {size / 2**20:.1f} |")
-    print(f"\nwhole build (both pools, both retrievers, item stores): {total_build:.1f} s")
+    if args.index:
+        s = Searcher(args.index, home=args.home)
+        print(f"# Retrieval on PERSPECTRUM dev ({len(dev)} claims), index {args.index}\n")
+        for pool in s.pools:
+            for kind in s.retrievers:
+                print(f"- {pool}/{kind}: {du(s.version / pool / kind) / 2**20:.1f} MiB on disk")
+    else:
+        home = Path(tempfile.mkdtemp(prefix="perspect-retrieval-"))
+        cfg = IndexConfig(("bm25", "colbert"), {"colbert": {"model": args.colbert_model}})
+        srcs = [Source("perspectives", data / "perspective_pool_v1.0.json")]
+        if evidence_pool_file(data):
+            srcs.append(Source("evidence", evidence_pool_file(data)))
+        t0 = time.perf_counter()
+        rep = Indexer("bench", home=home, config=cfg).build(srcs)
+        total_build = time.perf_counter() - t0
+        s = Searcher("bench", home=home)
+        print(f"# Retrieval on PERSPECTRUM dev ({len(dev)} claims), model {args.colbert_model}\n")
+        print("## Build\n\n| pool | retriever | items | seconds | items/s | disk MiB |")
+        print("|---|---|---|---|---|---|")
+        for key, sec in rep.seconds.items():
+            pool, kind = key.split("/")
+            n = rep.counts[pool]
+            size = du(s.version / pool / kind)
+            print(f"| {pool} | {kind} | {n:,} | {sec:.1f} | {n / sec:,.0f} | {size / 2**20:.1f} |")
+        print(f"\nwhole build (both pools, both retrievers, item stores): {total_build:.1f} s")
 
     persp_q = [(c.text, [list(cl.pids) for cl in c.clusters]) for c in dev]
     evid_q = []
