@@ -45,7 +45,8 @@ def run_eval(args: argparse.Namespace) -> int:
         else:
             with rep.stage("indexing pools (bm25)"):
                 searcher = pool_searcher(data, tmp)
-        retrieval = f"{searcher.default_retriever} top-{k_persp}"
+        ret_name = searcher.default_retriever
+        retrieval = f"{ret_name} top-{k_persp}"
         with rep.stage(f"running the pipeline on {args.split}", total=len(claims)) as adv:
             pred = pe.predict(
                 model,
@@ -90,13 +91,13 @@ def run_eval(args: argparse.Namespace) -> int:
         return "—" if v is None else f"{v['precision']:.1f} / {v['recall']:.1f} / {v['f1']:.1f}"
 
     t.add_row(
-        "Perspect (BM25 + trained heads)",
+        f"Perspect ({ret_name} + trained heads)",
         *(cell(x) for x in ("T1", "T2", "T3", "T4")),
         f"{result['T5']['f1']:.1f}" if "T5" in result else "—",
     )
     if ir:
         t.add_row(
-            f"IR baseline (BM25 top-{ir_k}, same run)",
+            f"IR baseline ({ret_name} top-{ir_k}, no model, same run)",
             f"{ir['precision']:.1f} / {ir['recall']:.1f} / {ir['f1']:.1f}",
             "—",
             "—",

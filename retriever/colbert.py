@@ -55,6 +55,15 @@ _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
+def _quiet():
+    """The stanford PLAID code prints its progress to stdout; keep stdout for our output
+    (`perspect search --json` must print JSON only) and drop that chatter."""
+    import contextlib
+    import io
+
+    return contextlib.redirect_stdout(io.StringIO())
+
+
 def default_model() -> Path:
     """`$PERSPECT_COLBERT_MODEL`, else the model `perspect train --task colbert` writes."""
     return Path(os.environ.get("PERSPECT_COLBERT_MODEL") or DEFAULT_MODEL)
@@ -180,20 +189,24 @@ class ColBERTBackend(Backend):
                 and not (self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl").exists()
             ):
                 return None
-            self._plaid = indexes.PLAID(
-                index_folder=str(self.folder),
-                index_name="plaid",
-                override=False,
-                use_fast=False,
-                nbits=self.config["nbits"],
-                kmeans_niters=self.config["kmeans_niters"],
-                embedding_size=int(self.model.encode(["x"], is_query=False)[0].shape[-1]),
-                ndocs=self.config["ndocs"],
-                ncells=self.config["ncells"],
-                centroid_score_threshold=self.config["centroid_score_threshold"],
-                show_progress=False,
-            )
+            with _quiet():
+                self._plaid = self._make_plaid(indexes)
         return self._plaid
+
+    def _make_plaid(self, indexes):
+        return indexes.PLAID(
+            index_folder=str(self.folder),
+            index_name="plaid",
+            override=False,
+            use_fast=False,
+            nbits=self.config["nbits"],
+            kmeans_niters=self.config["kmeans_niters"],
+            embedding_size=int(self.model.encode(["x"], is_query=False)[0].shape[-1]),
+            ndocs=self.config["ndocs"],
+            ncells=self.config["ncells"],
+            centroid_score_threshold=self.config["centroid_score_threshold"],
+            show_progress=False,
+        )
 
     def _mapping(self) -> dict[str, int]:
         if self._ids is None:
@@ -234,7 +247,8 @@ class ColBERTBackend(Backend):
                 self._save_state()
                 return
         first = self._index() is None
-        self._index(create=True).add_documents(documents_ids=ids, documents_embeddings=embs)
+        with _quiet():
+            self._index(create=True).add_documents(documents_ids=ids, documents_embeddings=embs)
         if first:
             self.state["built_count"] = len(items)
             self.state["added_since_build"] = 0
@@ -253,7 +267,8 @@ class ColBERTBackend(Backend):
         mapping = self._mapping()
         present = [i for i in ids if i in mapping]
         if present and self._index() is not None:
-            self._index().remove_documents(present)
+            with _quiet():
+                self._index().remove_documents(present)
             self._ids = None
 
     def needs_rebuild(self) -> bool:
@@ -329,7 +344,8 @@ class ColBERTBackend(Backend):
         mapping = self._mapping()
         q = self.encode([query], is_query=True)[0]
         # Straight to the Stanford searcher: PyLate's __call__ re-reads the id pickle every query.
-        pids, _ranks, scores = plaid._index.searcher.search(q, k=min(k, max(1, len(mapping))))
+        with _quiet():
+            pids, _ranks, scores = plaid._index.searcher.search(q, k=min(k, max(1, len(mapping))))
         rev = self._rev or {}
         return [(rev[p], float(s)) for p, s in zip(pids, scores, strict=False) if p in rev]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 
 import pytest
 
@@ -16,7 +17,7 @@ from perspect import Perspect
 from perspect.config import IndexConfig
 from perspect.errors import ModelError
 
-from .conftest import write_jsonl
+from .conftest import perspect_cmd, write_jsonl
 
 pytestmark = [pytest.mark.plaid, pytest.mark.slow]
 
@@ -146,6 +147,25 @@ def test_large_pool_uses_plaid_and_small_growth_switches_to_it(tiny_colbert, tmp
     assert (b.folder / "plaid" / "plan.json").is_file()
     hits = p.retrieve(docs[42]["text"], k=10, retriever="colbert").hits
     assert "s42" in {h.id for h in hits}
+    # PLAID prints progress to stdout; the CLI's --json output must stay pure JSON
+    out = subprocess.run(
+        [
+            *perspect_cmd(),
+            "search",
+            docs[42]["text"],
+            "--index",
+            "big",
+            "--home",
+            str(tmp_path / "h"),
+            "--retriever",
+            "hybrid",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out)["retriever"] == "hybrid"
     Indexer("big", home=tmp_path / "h").delete("perspectives", ["s42"])
     p = Perspect.open("big", home=tmp_path / "h")
     assert "s42" not in {h.id for h in p.retrieve(docs[42]["text"], k=10, retriever="colbert").hits}
