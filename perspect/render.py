@@ -60,6 +60,10 @@ def print_result(res: SearchResult) -> None:
     )
     if cov.warning:
         con.print(f"[yellow]⚠ {cov.warning}[/]")
+    if not res.clusters and res.hits:  # no models: the retrieval list is the whole answer
+        for h in res.hits[:10]:
+            con.print(f"{h.rank:>3}. {h.text} [dim]({h.id}, {h.score:.2f})[/]")
+        return
     panels = []
     for title, stance, colour in (("Support", "support", "green"), ("Oppose", "oppose", "red")):
         t = Table(show_header=False, box=None, expand=True)
@@ -76,6 +80,3 @@ def print_result(res: SearchResult) -> None:
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))
-    if not res.clusters and res.hits:
-        for h in res.hits[:10]:
-            con.print(f"{h.rank:>3}. {h.text} [dim]({h.id}, {h.score:.2f})[/]")
