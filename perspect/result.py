@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perspect.types import Hit, _frozen_map
+from perspect.types import FrozenMetadata, Hit, _frozen_map
 
 
 @dataclass(frozen=True)
-class EvidenceItem:
+class EvidenceItem(FrozenMetadata):
     """An evidence paragraph for a perspective cluster, with the verifier's verdict."""
 
     id: str
@@ -18,9 +18,6 @@ class EvidenceItem:
     score: float  # calibrated P(the paragraph substantiates the perspective)
     verdict: str  # "supports" (score >= tuned threshold) or "unverified"
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", _frozen_map(self.metadata))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -33,7 +30,7 @@ class EvidenceItem:
 
 
 @dataclass(frozen=True)
-class Member:
+class Member(FrozenMetadata):
     """One phrasing of a perspective, with the model's judgement of it for this claim."""
 
     id: str
@@ -41,9 +38,6 @@ class Member:
     relevance: float  # calibrated P(valid perspective on the claim)
     support: float  # calibrated P(supports the claim); 1 - support is P(opposes)
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", _frozen_map(self.metadata))
 
     def to_json(self) -> dict[str, Any]:
         return {

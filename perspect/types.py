@@ -17,20 +17,25 @@ def _frozen_map(m: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(m or {}))
 
 
-@dataclass(frozen=True)
-class Item:
-    """One retrievable unit: a perspective, an evidence paragraph or a news sentence."""
-
-    id: str
-    text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+class FrozenMetadata:
+    """Mixin for frozen dataclasses with a `metadata` field: stored as a read-only mapping, so a
+    result handed to a caller cannot be changed behind another caller's back."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen_map(self.metadata))
 
 
 @dataclass(frozen=True)
-class Hit:
+class Item(FrozenMetadata):
+    """One retrievable unit: a perspective, an evidence paragraph or a news sentence."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit(FrozenMetadata):
     """A retrieved item with its score and 1-based rank within one pool."""
 
     id: str
@@ -39,9 +44,6 @@ class Hit:
     rank: int
     pool: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", _frozen_map(self.metadata))
 
     def to_json(self) -> dict[str, Any]:
         return {

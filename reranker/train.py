@@ -247,19 +247,22 @@ def train(
             model = PairModel.from_base(base, tasks)
         stats = train_steps(model, batches, prof, reporter, log)
 
-        with reporter.stage("calibrating on held-out train claims", total=len(tune_claims)) as adv:
-            pred = pe.predict(
-                model,
-                tune_claims,
-                perspectives,
-                evidence,
-                searcher,
-                prof.k_persp,
-                prof.k_evid,
-                tasks,
-                progress=adv,
-            )
-            calibrate_and_tune(model, pred)
+        def run(claims, label: str):
+            """The evaluation pipeline over `claims`, as `perspect eval` runs it."""
+            with reporter.stage(label, total=len(claims)) as adv:
+                return pe.predict(
+                    model,
+                    claims,
+                    perspectives,
+                    evidence,
+                    searcher,
+                    prof.k_persp,
+                    prof.k_evid,
+                    tasks,
+                    progress=adv,
+                )
+
+        calibrate_and_tune(model, run(tune_claims, "calibrating on held-out train claims"))
 
         model.manifest.update(
             {
@@ -272,19 +275,7 @@ def train(
             }
         )
         if prof.dev_eval:
-            dev = load_claims(data_dir, "dev")
-            with reporter.stage("evaluating on dev", total=len(dev)) as adv:
-                dpred = pe.predict(
-                    model,
-                    dev,
-                    perspectives,
-                    evidence,
-                    searcher,
-                    prof.k_persp,
-                    prof.k_evid,
-                    tasks,
-                    progress=adv,
-                )
+            dpred = run(load_claims(data_dir, "dev"), "evaluating on dev")
             model.manifest["dev_metrics"] = pe.as_json(
                 pe.score(dpred, model.manifest["thresholds"])
             )
