@@ -201,12 +201,18 @@ class ColBERTBackend(Backend):
             use_fast=False,
             nbits=self.config["nbits"],
             kmeans_niters=self.config["kmeans_niters"],
-            embedding_size=int(self.model.encode(["x"], is_query=False)[0].shape[-1]),
+            embedding_size=self._dim(),
             ndocs=self.config["ndocs"],
             ncells=self.config["ncells"],
             centroid_score_threshold=self.config["centroid_score_threshold"],
             show_progress=False,
         )
+
+    def _dim(self) -> int:
+        """Vector size, recorded at the first add so opening an index needs no model forward."""
+        if "dim" not in self.state:
+            self.state["dim"] = int(self.model.encode(["x"], is_query=False)[0].shape[-1])
+        return int(self.state["dim"])
 
     def _mapping(self) -> dict[str, int]:
         if self._ids is None:
@@ -239,6 +245,7 @@ class ColBERTBackend(Backend):
             self.delete(present)
         embs = self.encode([it.text for it in items], is_query=False, progress=progress)
         ids = [it.id for it in items]
+        self.state.setdefault("dim", int(embs[0].shape[-1]))
         if self.mode == "exact":
             if self.count() == 0 and len(items) >= self.config["min_plaid_docs"]:
                 self.state["mode"] = "plaid"  # a first build large enough for PLAID's k-means
