@@ -2,11 +2,12 @@
 
     python bench/latency.py [--index default] [--home indexes] [--model models/pair] [--limit N]
 
-Engine: `Perspect.search` (hybrid retrieval when the index has ColBERT, relevance and stance from
-one forward pass, lexically filtered equivalence pairs, evidence for the top clusters in one batch).
-Naive: the same models on BM25 top-k with separate relevance and stance passes, equivalence on every
-pair of kept perspectives, and evidence judged per cluster. Warm (models loaded, one warm-up query),
-one query at a time, this machine's CPUs.
+Engine: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance from
+one forward pass, equivalence by cosine of stored vectors, evidence from links precomputed at index
+time). Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
+equivalence head on every pair of kept perspectives, and evidence retrieved and judged by the
+evidence head per kept perspective (2 paragraphs each), no precomputation. Warm (models loaded, one
+warm-up query), one query at a time, this machine's CPUs.
 """
 
 from __future__ import annotations
@@ -44,10 +45,8 @@ def naive(p: Perspect, claim: str, k: int) -> int:
     pp = list(itertools.combinations(kept, 2))
     if pp:
         m.predict([pair_for("equivalence", claim, a.text, b.text) for a, b in pp], ["equivalence"])
-    for h in kept[: eng.config.evidence_clusters]:
-        ev = p.retrieve(
-            f"{claim} {h.text}", k=eng.config.evidence_candidates, pool="evidence", retriever="bm25"
-        ).hits
+    for h in kept[:8]:
+        ev = p.retrieve(f"{claim} {h.text}", k=2, pool="evidence", retriever="bm25").hits
         if ev:
             m.predict([pair_for("evidence", claim, h.text, e.text) for e in ev], ["evidence"])
     return len(kept)

@@ -15,6 +15,7 @@ from typing import Any
 
 from indexer import manifest as mf
 from indexer.layout import IndexDir
+from indexer.links import KEEP, Links, compute
 from indexer.news import read_news
 from indexer.readers import ReadReport, read_pool
 from indexer.store import ItemStore
@@ -132,6 +133,14 @@ class Indexer:
                         b.close()
                     store.delete(present)
                     adv(len(present))
+                store.close()
+                if pool == "evidence":
+                    self._link(version, manifest)
+                elif pool == "perspectives" and Links.exists(version):
+                    links = Links(version, readonly=False)
+                    links.drop(present)
+                    links.close()
+                store = ItemStore(version / pool, readonly=True)
                 manifest["pools"][pool] = self._pool_entry(store, manifest)
                 store.close()
                 manifest["operations"].append(
@@ -245,6 +254,10 @@ class Indexer:
                     self._rebuild_backend(b, store, manifest)
             manifest["pools"][pool] = self._pool_entry(store, manifest)
             store.close()
+        if "evidence" in by_pool or op == "build":
+            self._link(version, manifest)  # new evidence can outrank any existing link
+        elif "perspectives" in by_pool:
+            self._link(version, manifest, [it.id for it in by_pool["perspectives"]])
         manifest["libraries"] = mf.library_versions(libs)
         mf.save(version, manifest)
         return WriteReport(
@@ -258,6 +271,52 @@ class Indexer:
             duplicate_texts=dup_texts,
             seconds=seconds,
         )
+
+    def _link(self, version: Path, manifest: dict[str, Any], pids: list[str] | None = None) -> None:
+        """Precompute perspective -> evidence links (see `indexer.links`) for `pids`, or for every
+        perspective when `pids` is None."""
+        if not {"perspectives", "evidence"} <= set(manifest["pools"]):
+            return
+        if not IndexConfig.from_json(manifest["config"]).links:
+            return
+        kinds = set(manifest["config"]["retrievers"]) & {"bm25", "dense"}
+        if not kinds:
+            return
+        t0 = time.perf_counter()
+        cfg = IndexConfig.from_json(manifest["config"])
+        store = ItemStore(version / "perspectives", readonly=True)
+        if pids is None:
+            items = [(it.id, it.text) for it in store]
+        else:
+            got = store.get_many(pids)
+            items = [(p, got[p].text) for p in pids if p in got]
+        store.close()
+        ev = {
+            k: backend_class(k).open(version / "evidence" / k, cfg.backends.get(k, {}))
+            for k in sorted(kinds)
+        }
+        vecs = None
+        if "dense" in ev:
+            pd = backend_class("dense").open(
+                version / "perspectives" / "dense", cfg.backends.get("dense", {})
+            )
+            vecs = pd.vectors([p for p, _ in items])
+            pd.close()
+        links = Links(version, readonly=False)
+        if pids is None:
+            links.clear()
+        with self.reporter.stage("linking perspectives to evidence", total=len(items)) as adv:
+            rows = compute(items, ev, vecs, progress=adv)
+        links.replace(rows)
+        manifest["links"] = {
+            "perspectives": links.count(),
+            "keep": KEEP,
+            "retrievers": sorted(kinds),
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        links.close()
+        for b in ev.values():
+            b.close()
 
     def _rebuild_backend(self, b: Backend, store: ItemStore, manifest: dict[str, Any]) -> None:
         """Re-create one backend of a pool from the item store (e.g. ColBERT centroids gone stale)."""

@@ -251,6 +251,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         from perspect.config import default_pair_model
 
         args.out = str(default_pair_model())
+    if args.task == "calibrate":
+        from reranker.train import recalibrate
+
+        with RichReporter(quiet=args.quiet) as rep:
+            model = recalibrate(args.out, args.data, args.index, args.home, rep)
+        _console().print(
+            f"[green]✓[/] recalibrated {args.out}: tune-claim metrics "
+            f"{json.dumps({k: v.get('f1') for k, v in model.manifest['tune_metrics'].items()})}"
+        )
+        return 0
     tasks = TASKS if args.task == "all" else (args.task,)
     with RichReporter(quiet=args.quiet) as rep:
         model = train(
@@ -368,8 +378,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--task",
         default="all",
-        choices=["all", "relevance", "stance", "equivalence", "evidence", "colbert"],
+        choices=["all", "relevance", "stance", "equivalence", "evidence", "colbert", "calibrate"],
+        help="calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
+        "held-out train claims, without training",
     )
+    t.add_argument(
+        "--index",
+        default=None,
+        help="calibrate: run on this index of the PERSPECTRUM pools (default: a scratch one)",
+    )
+    _add_home(t)
     t.add_argument(
         "--base",
         default=None,
@@ -395,12 +413,16 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument(
         "--index",
         default=None,
-        help="evaluate the engine's retrieval on this index (default: a scratch BM25 "
-        "index of the pools in --data)",
+        help="evaluate the engine on this index (default: a scratch index of the pools in "
+        "--data, see --retrievers)",
     )
     _add_home(ep)
     ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
-    ep.add_argument("--k-evid", type=int, default=None, help="evidence candidates per perspective")
+    ep.add_argument(
+        "--retrievers",
+        default="bm25,dense",
+        help="retrievers of the scratch index when no --index is given",
+    )
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
     ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
     ep.add_argument("--json", action="store_true")

@@ -40,10 +40,12 @@ def check_name(name: str) -> str:
 
 
 def default_retrievers() -> tuple[str, ...]:
-    """BM25 + ColBERT when the project's trained ColBERT model exists, else BM25 alone."""
+    """BM25 + dense (the packaged bi-encoder) + ColBERT when the project's trained ColBERT model
+    exists. Dense is in by default: it adds recall to the fusion and its stored vectors serve
+    equivalence and evidence linking at query time (measured in bench/retrieval.py)."""
     from retriever.colbert import default_model
 
-    return ("bm25", "colbert") if default_model().is_dir() else ("bm25",)
+    return ("bm25", "dense", "colbert") if default_model().is_dir() else ("bm25", "dense")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class IndexConfig:
 
     retrievers: tuple[str, ...] = ("bm25",)
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Precompute perspective -> evidence links at index time (indexer.links). Off, the engine
+    # computes a search's links on the fly: slower searches, faster builds (scratch indexes).
+    links: bool = True
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -60,4 +65,8 @@ class IndexConfig:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> IndexConfig:
-        return cls(retrievers=tuple(d.get("retrievers", ("bm25",))), backends=d.get("backends", {}))
+        return cls(
+            retrievers=tuple(d.get("retrievers", ("bm25",))),
+            backends=d.get("backends", {}),
+            links=bool(d.get("links", True)),
+        )

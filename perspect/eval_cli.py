@@ -15,8 +15,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
     from perspect import perspectrum_eval as pe
     from perspect.config import default_pair_model
-    from perspect.engine import EngineConfig
-    from perspect.perspectrum import load_claims, load_evidence, load_perspectives, pool_searcher
+    from perspect.engine import Engine, EngineConfig
+    from perspect.perspectrum import load_claims, load_perspectives, pool_searcher
     from perspect.progress import RichReporter
     from reranker.model import PairModel
     from retriever.searcher import Searcher
@@ -24,44 +24,29 @@ def run_eval(args: argparse.Namespace) -> int:
     data = Path(args.data)
     args.model = args.model or str(default_pair_model())
     model = PairModel.load(args.model)  # first: a missing model is the likelier, cheaper failure
-    if args.quantize:
-        model = model.quantized()
     claims = load_claims(data, args.split)[: args.limit]
     tasks = model.manifest["tasks"]
-    k = model.manifest.get("retrieval_k", {})
-    # With --index, the engine's candidate depth; else the depth the thresholds were tuned at.
-    default_k = EngineConfig().candidates if args.index else k.get("perspectives", 40)
-    k_persp = args.k_persp or default_k
-    k_evid = args.k_evid or k.get("evidence", 10)
+    k_persp = args.k_persp or EngineConfig().candidates
     perspectives = load_perspectives(data)
-    evidence = load_evidence(data)
     t0 = time.perf_counter()
     with (
         tempfile.TemporaryDirectory(prefix="perspect-eval-") as tmp,
         RichReporter(quiet=args.quiet or args.json) as rep,
     ):
-        if args.index:  # the engine's own retrieval (hybrid when the index has ColBERT)
+        if args.index:  # the engine's own index (hybrid over its retrievers, its links)
             searcher = Searcher(args.index, home=args.home)
         else:
-            with rep.stage("indexing pools (bm25)"):
-                searcher = pool_searcher(data, tmp)
+            kinds = tuple(args.retrievers.split(","))
+            with rep.stage(f"indexing pools ({'+'.join(kinds)})"):
+                searcher = pool_searcher(data, tmp, retrievers=kinds)
+        engine = Engine(searcher, model, EngineConfig(quantize=args.quantize))
         ret_name = searcher.default_retriever
-        retrieval = f"{ret_name} top-{k_persp}"
+        retrieval = f"{ret_name} ({'+'.join(searcher.retrievers)}) top-{k_persp}"
         with rep.stage(f"running the pipeline on {args.split}", total=len(claims)) as adv:
-            pred = pe.predict(
-                model,
-                claims,
-                perspectives,
-                evidence,
-                searcher,
-                k_persp,
-                k_evid,
-                tasks,
-                progress=adv,
-                evidence_retriever="bm25",
-            )
+            pred = pe.predict(engine, claims, perspectives, k_persp, tasks, progress=adv)
         searcher.close()
-    scores = pe.score(pred, model.manifest["thresholds"])
+    thresholds, stacks = pe.thresholds_of(model)
+    scores = pe.score(pred, thresholds, stacks)
     ir_k = model.manifest.get("ir_baseline_k", 7)
     ir = pe.ir_t1(pred.t1, ir_k).to_json() if pred.t1 else None
     result = pe.as_json(
@@ -71,8 +56,14 @@ def run_eval(args: argparse.Namespace) -> int:
             "split": args.split,
             "claims": len(claims),
             "model": str(args.model),
-            "thresholds": model.manifest["thresholds"],
-            "retrieval": {"perspectives": retrieval, "evidence": f"bm25 top-{k_evid}"},
+            "quantized": bool(args.quantize),
+            "thresholds": thresholds,
+            "stacks": {k: v.to_json() for k, v in stacks.items()},
+            "retrieval": {
+                "perspectives": retrieval,
+                "evidence": "links precomputed at index time (indexer.links), best link",
+            },
+            "equivalence": "bi-encoder cosine" if pred.t3 and "cosine" in pred.t3[0][1] else "head",
             "evidence_scope": "clusters with at least one eId resolvable in the evidence pool",
             "seconds": round(time.perf_counter() - t0, 1),
         },
@@ -91,7 +82,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return "—" if v is None else f"{v['precision']:.1f} / {v['recall']:.1f} / {v['f1']:.1f}"
 
     t.add_row(
-        f"Perspect ({ret_name} + trained heads)",
+        f"Perspect ({ret_name} + trained heads + stacks)",
         *(cell(x) for x in ("T1", "T2", "T3", "T4")),
         f"{result['T5']['f1']:.1f}" if "T5" in result else "—",
     )

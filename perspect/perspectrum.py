@@ -98,9 +98,15 @@ def data_fingerprints(folder: str | Path) -> list[dict]:
     ]
 
 
-def pool_searcher(folder: str | Path, home: str | Path, name: str = "perspectrum"):
-    """A BM25 index of the PERSPECTRUM pools in `home` (a scratch folder), opened for search:
-    training mines negatives with it and evaluation retrieves with it."""
+def pool_searcher(
+    folder: str | Path,
+    home: str | Path,
+    name: str = "perspectrum",
+    retrievers: tuple[str, ...] = ("bm25",),
+    links: bool = True,
+):
+    """An index of the PERSPECTRUM pools in `home` (a scratch folder), opened for search:
+    training mines negatives with it and evaluation runs the pipeline on it."""
     from indexer.indexer import Indexer, Source
     from perspect.config import IndexConfig
     from retriever.searcher import Searcher
@@ -108,5 +114,5 @@ def pool_searcher(folder: str | Path, home: str | Path, name: str = "perspectrum
     srcs = [Source("perspectives", Path(folder) / PERSPECTIVES)]
     if evidence_pool_file(folder) is not None:
         srcs.append(Source("evidence", evidence_pool_file(folder)))
-    Indexer(name, home=home, config=IndexConfig(("bm25",))).build(srcs)
+    Indexer(name, home=home, config=IndexConfig(tuple(retrievers), links=links)).build(srcs)
     return Searcher(name, home=home)

@@ -14,9 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from perspect.engine import equivalence_features, stacks_from
 from perspect.evaluation import PRF, binary_prf, claim_pr, macro
 from perspect.perspectrum import Claim
 from reranker.roles import pair_for
+from reranker.stack import Stack
+from reranker.stack import fit as fit_stack
 
 TASK_NAMES = {
     "T1": "perspective relevance",
@@ -29,88 +32,131 @@ TASK_NAMES = {
 
 @dataclass
 class Predictions:
-    t1: list[tuple[list[list[int]], list[int], np.ndarray]] = field(default_factory=list)
+    """Raw signals of the pipeline over a split, before any threshold: tuning and scoring both
+    read these, so a threshold is fitted on exactly what the engine computes."""
+
+    t1: list[tuple[list[list[int]], list[int], dict[str, np.ndarray]]] = field(default_factory=list)
     t2: list[tuple[bool, float]] = field(default_factory=list)
-    t3: list[tuple[bool, float]] = field(default_factory=list)
-    t4: list[tuple[list[int], list[int], np.ndarray]] = field(default_factory=list)
+    t3: list[tuple[bool, dict[str, float]]] = field(default_factory=list)
+    t4: list[tuple[list[int], list[tuple[int, float]]]] = field(default_factory=list)
 
 
 def predict(
-    model,
+    engine,
     claims: Sequence[Claim],
     perspectives: dict[int, str],
-    evidence: dict[int, str],
-    searcher,
-    k_persp: int = 50,
-    k_evid: int = 10,
+    k_persp: int | None = None,
     tasks: Sequence[str] = ("relevance", "stance", "equivalence", "evidence"),
     progress: Callable[[int], None] | None = None,
-    evidence_retriever: str | None = None,
 ) -> Predictions:
-    """Run retrieval and the models over `claims`; `progress(1)` after each claim."""
+    """Run the engine's stages over `claims` (T1 on its candidates; T2-T4 on the gold
+    perspectives, as the paper defines them); `progress(1)` after each claim."""
     pred = Predictions()
+    model = engine.model
+    cosine = engine.dense is not None
     for c in claims:
         gold = [list(cl.pids) for cl in c.clusters]
         if "relevance" in tasks:
-            cands = [int(h.id) for h in searcher.search(c.text, "perspectives", k_persp).hits]
-            pairs = [pair_for("relevance", c.text, perspectives[p]) for p in cands]
-            pred.t1.append((gold, cands, model.predict(pairs, ["relevance"])["relevance"]))
-        if "stance" in tasks:
-            gp = [
-                (p, cl.stance == "SUPPORT")
-                for cl in c.clusters
-                for p in cl.pids
-                if p in perspectives
-            ]
+            hits, qv = engine.candidates(c.text, k_persp)
+            head = engine.judge(c.text, hits, qv)["head"]
+            feats = engine.relevance_features(hits, qv, head)
+            pred.t1.append((gold, [int(h.id) for h in hits], feats))
+        gp = [
+            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
+        ]
+        support: dict[int, float] = {}
+        if gp and ("stance" in tasks or cosine):
             probs = model.predict(
                 [pair_for("stance", c.text, perspectives[p]) for p, _ in gp], ["stance"]
             )["stance"]
-            pred.t2.extend((s, float(q)) for (_, s), q in zip(gp, probs, strict=True))
+            support = {p: float(q) for (p, _), q in zip(gp, probs, strict=True)}
+        if "stance" in tasks:
+            pred.t2.extend((s, support[p]) for p, s in gp)
         if "equivalence" in tasks:
             cluster_of = {p: i for i, cl in enumerate(c.clusters) for p in cl.pids}
             pids = sorted(p for p in cluster_of if p in perspectives)
-            pp = list(itertools.combinations(pids, 2))
-            probs = model.predict(
-                [pair_for("equivalence", c.text, perspectives[a], perspectives[b]) for a, b in pp],
-                ["equivalence"],
-            )["equivalence"]
-            pred.t3.extend(
-                (cluster_of[a] == cluster_of[b], float(q))
-                for (a, b), q in zip(pp, probs, strict=True)
-            )
-        if "evidence" in tasks and evidence:
-            for cl in c.clusters:
-                gold_e = [e for e in cl.evidence if e in evidence]
-                if not gold_e or cl.pids[0] not in perspectives:
-                    continue  # unresolvable evidence is unknown, never negative
-                persp = perspectives[cl.pids[0]]
-                q = f"{c.text} {persp}"
-                hits = searcher.search(q, "evidence", k_evid, retriever=evidence_retriever).hits
-                cands = [int(h.id) for h in hits]
+            pp = list(itertools.combinations(range(len(pids)), 2))
+            if cosine and pp:
+                v = engine.dense.vectors([str(p) for p in pids])
+                sup = [support.get(p, 0.5) for p in pids] if support else None
+                ij = (np.array([a for a, _ in pp]), np.array([b for _, b in pp]))
+                cos = equivalence_features(v, None, ij)["cosine"]
+                feats = [
+                    {"cosine": float(cos[n]), **({"s_a": sup[a], "s_b": sup[b]} if sup else {})}
+                    for n, (a, b) in enumerate(pp)
+                ]
+            elif pp:
                 probs = model.predict(
-                    [pair_for("evidence", c.text, persp, evidence[e]) for e in cands], ["evidence"]
-                )["evidence"]
-                pred.t4.append((gold_e, cands, probs))
+                    [
+                        pair_for(
+                            "equivalence", c.text, perspectives[pids[a]], perspectives[pids[b]]
+                        )
+                        for a, b in pp
+                    ],
+                    ["equivalence"],
+                )["equivalence"]
+                feats = [{"head": float(q)} for q in probs]
+            else:
+                feats = []
+            pred.t3.extend(
+                (cluster_of[pids[a]] == cluster_of[pids[b]], f)
+                for (a, b), f in zip(pp, feats, strict=True)
+            )
+        if "evidence" in tasks and "evidence" in engine.searcher.pools:
+            evidence = engine.searcher.store("evidence")
+            for cl in c.clusters:
+                gold_e = sorted(int(e) for e in evidence.existing([str(e) for e in cl.evidence]))
+                if not gold_e:
+                    continue  # unresolvable evidence is unknown, never negative
+                found = engine.evidence([[str(p) for p in cl.pids if p in perspectives]])[0]
+                pred.t4.append((gold_e, [(int(e.id), e.score) for e in found]))
         if progress:
             progress(1)
     return pred
 
 
-def _t1(rows, thr: float) -> PRF:
+def relevance_probs(feats: dict[str, np.ndarray], stacks: dict[str, Stack]) -> np.ndarray:
+    st = stacks.get("relevance")
+    return st.prob(feats) if st is not None else 1 / (1 + np.exp(-feats["head"]))
+
+
+def equivalence_probs(rows, stacks: dict[str, Stack]) -> np.ndarray:
+    if not rows:
+        return np.zeros(0)
+    st = stacks.get("equivalence")
+    if "cosine" in rows[0][1]:
+        feats = pair_features(rows)
+        return st.prob(feats) if st is not None else feats["cosine"]
+    return np.array([f["head"] for _, f in rows])
+
+
+def pair_features(rows) -> dict[str, np.ndarray]:
+    """The engine's equivalence features from T3 rows (raw stance probabilities are kept in the
+    rows so recalibrating the stance head also updates their agreement)."""
+    feats = {"cosine": np.array([f["cosine"] for _, f in rows])}
+    if "s_a" in rows[0][1]:
+        a = np.array([f["s_a"] for _, f in rows])
+        b = np.array([f["s_b"] for _, f in rows])
+        feats["agree"] = a * b + (1 - a) * (1 - b)
+    return feats
+
+
+def _t1(rows, thr: float, stacks: dict[str, Stack]) -> PRF:
     return macro(
-        claim_pr([p for p, s in zip(c, pr, strict=True) if s >= thr], g) for g, c, pr in rows
+        claim_pr([p for p, s in zip(c, relevance_probs(f, stacks), strict=True) if s >= thr], g)
+        for g, c, f in rows
     )
 
 
-def _t4(rows, thr: float) -> PRF:
+def _t4(rows, min_cos: float) -> PRF:
+    """The engine returns a cluster's best link as its evidence when the cosine clears the cut."""
     return macro(
-        claim_pr([e for e, s in zip(c, pr, strict=True) if s >= thr], [[x] for x in g])
-        for g, c, pr in rows
+        claim_pr([c[0][0]] if c and c[0][1] >= min_cos else [], [[x] for x in g]) for g, c in rows
     )
 
 
 def ir_t1(rows, k: int) -> PRF:
-    """The paper's IR baseline for T1: the top-k BM25 candidates, no model."""
+    """The paper's IR baseline for T1: the top-k retrieval candidates, no model."""
     return macro(claim_pr(c[:k], g) for g, c, _ in rows)
 
 
@@ -118,20 +164,31 @@ def tune_ir_k(rows, kmax: int = 50) -> int:
     return max(range(1, kmax + 1), key=lambda k: ir_t1(rows, k).f1)
 
 
-def _pairs(rows, thr: float) -> PRF:
-    return binary_prf([g for g, _ in rows], [p >= thr for _, p in rows])
+def _pairs(labels, probs, thr: float) -> PRF:
+    return binary_prf(list(labels), [p >= thr for p in probs])
 
 
-def score(pred: Predictions, thresholds: dict[str, float]) -> dict[str, Any]:
+def thresholds_of(model) -> tuple[dict[str, float], dict[str, Stack]]:
+    """The thresholds the engine applies: a stack's own where the manifest has one."""
+    stacks = stacks_from(model.manifest)
+    thr = dict(model.manifest["thresholds"])
+    for task, st in stacks.items():
+        thr[task] = st.threshold
+    return thr, stacks
+
+
+def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Stack]) -> dict:
     out: dict[str, Any] = {}
     if pred.t1:
-        out["T1"] = _t1(pred.t1, thresholds["relevance"])
+        out["T1"] = _t1(pred.t1, thresholds["relevance"], stacks)
     if pred.t2:
-        out["T2"] = _pairs(pred.t2, thresholds["stance"])
+        out["T2"] = _pairs([g for g, _ in pred.t2], [p for _, p in pred.t2], thresholds["stance"])
     if pred.t3:
-        out["T3"] = _pairs(pred.t3, thresholds["equivalence"])
+        out["T3"] = _pairs(
+            [g for g, _ in pred.t3], equivalence_probs(pred.t3, stacks), thresholds["equivalence"]
+        )
     if pred.t4:
-        out["T4"] = _t4(pred.t4, thresholds["evidence"])
+        out["T4"] = _t4(pred.t4, thresholds.get("evidence", 0.0))
     return out
 
 
@@ -144,19 +201,43 @@ def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict
     return out
 
 
-GRID = np.round(np.arange(0.05, 0.96, 0.025), 3)
+GRID = np.round(np.arange(0.02, 0.98, 0.01), 3)
+RELEVANCE_FEATURES = ("head", "cosine", "log_rank")
 
 
-def tune(pred: Predictions) -> dict[str, float]:
-    """Thresholds maximising each task's own metric (T1, T3, T4 F1; stance stays at calibrated 0.5
-    unless another cut is clearly better for F1)."""
-    best: dict[str, float] = {}
-    for task, rows, fn in (
-        ("relevance", pred.t1, _t1),
-        ("stance", pred.t2, _pairs),
-        ("equivalence", pred.t3, _pairs),
-        ("evidence", pred.t4, _t4),
-    ):
-        if rows:
-            best[task] = float(max(GRID, key=lambda t, rows=rows, fn=fn: fn(rows, t).f1))
-    return best
+def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
+    """Fit the pipeline's decisions on held-out claims: relevance and equivalence stacks
+    (reranker.stack) and every threshold, each maximising its own task's F1."""
+    thr: dict[str, float] = {}
+    stacks: dict[str, Stack] = {}
+    if pred.t1:
+        names = [n for n in RELEVANCE_FEATURES if n in pred.t1[0][2]]
+        X = np.vstack(
+            [np.column_stack([f[n] for n in names]) for _, _, f in pred.t1 if len(f[names[0]])]
+        )
+        y = np.concatenate(
+            [np.isin(c, [p for cl in g for p in cl]) for g, c, f in pred.t1 if len(c)]
+        )
+        st = fit_stack(names, X, y)
+        best = float(max(GRID, key=lambda t: _t1(pred.t1, t, {"relevance": st}).f1))
+        stacks["relevance"] = st.with_threshold(best)
+        thr["relevance"] = best
+    if pred.t2:
+        labels, probs = [g for g, _ in pred.t2], [p for _, p in pred.t2]
+        thr["stance"] = float(max(GRID, key=lambda t: _pairs(labels, probs, t).f1))
+    if pred.t3:
+        labels = [g for g, _ in pred.t3]
+        if "cosine" in pred.t3[0][1]:
+            feats = pair_features(pred.t3)
+            names = [n for n in ("cosine", "agree") if n in feats]
+            X = np.column_stack([feats[n] for n in names])
+            stacks["equivalence"] = fit_stack(names, X, np.array(labels))
+        probs = equivalence_probs(pred.t3, stacks)
+        thr["equivalence"] = float(max(GRID, key=lambda t: _pairs(labels, probs, t).f1))
+        if "equivalence" in stacks:
+            stacks["equivalence"] = stacks["equivalence"].with_threshold(thr["equivalence"])
+    if pred.t4:
+        cuts = np.round(np.arange(0.0, 0.9, 0.01), 3)
+        thr["evidence"] = float(max(cuts, key=lambda t: _t4(pred.t4, t).f1))
+        stacks["evidence"] = Stack((), (), 0.0, thr["evidence"])
+    return thr, stacks

@@ -11,12 +11,12 @@ from perspect.types import FrozenMetadata, Hit, _frozen_map
 
 @dataclass(frozen=True)
 class EvidenceItem(FrozenMetadata):
-    """An evidence paragraph for a perspective cluster, with the verifier's verdict."""
+    """An evidence paragraph linked to a perspective cluster at index time."""
 
     id: str
     text: str
-    score: float  # calibrated P(the paragraph substantiates the perspective)
-    verdict: str  # "supports" (score >= tuned threshold) or "unverified"
+    score: float  # bi-encoder cosine between the paragraph and the closest cluster member
+    verdict: str  # "supports": the cluster's best link, over the tuned cut; else "related"
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

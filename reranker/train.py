@@ -37,8 +37,8 @@ class Profile:
     batch_size: int = 32
     lr: float = 4e-5
     max_minutes: float = 30.0
-    k_persp: int = 40
-    k_evid: int = 10
+    k_persp: int = 30
+    retrievers: tuple[str, ...] = ("bm25", "dense")
     dev_eval: bool = True
     seed: int = 13
     warmup: float = 0.06
@@ -55,7 +55,7 @@ PROFILES = {
         lr=5e-5,
         max_minutes=0.5,
         k_persp=8,
-        k_evid=4,
+        retrievers=("bm25",),  # the dense encoder would cost ~3 min over the full pools
         dev_eval=False,
     ),
     "full": Profile(
@@ -66,8 +66,6 @@ PROFILES = {
         batch_size=32,
         lr=5e-5,
         max_minutes=26.0,
-        k_persp=40,
-        k_evid=10,
     ),
 }
 
@@ -156,40 +154,103 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 def calibrate_and_tune(model: PairModel, pred) -> None:
-    """Fit Platt scaling per head on the tune claims, then thresholds on calibrated scores."""
+    """Platt scaling per head on the tune claims, then the pipeline's stacks and thresholds
+    (perspect.perspectrum_eval.tune) on the calibrated signals."""
     from perspect import perspectrum_eval as pe
+    from perspect.engine import stacks_from
 
+    rel_z = [f["head"] for _, _, f in pred.t1]
     labelled = {
-        "relevance": [
-            (s, c in {p for g in gold for p in g})
-            for gold, cands, probs in pred.t1
-            for c, s in zip(cands, probs, strict=True)
-        ],
-        "stance": [(p, g) for g, p in pred.t2],
-        "equivalence": [(p, g) for g, p in pred.t3],
-        "evidence": [
-            (s, c in set(gold))
-            for gold, cands, probs in pred.t4
-            for c, s in zip(cands, probs, strict=True)
-        ],
+        "relevance": (
+            np.concatenate(rel_z) if rel_z else np.zeros(0),
+            np.concatenate([np.isin(c, [p for g in gold for p in g]) for gold, c, _ in pred.t1])
+            if pred.t1
+            else np.zeros(0),
+        ),
+        "stance": (_logit(np.array([p for _, p in pred.t2])), np.array([g for g, _ in pred.t2])),
     }
-    for task, rows in labelled.items():
-        if task in model.manifest["tasks"] and rows:
-            probs = np.array([r[0] for r in rows], dtype=np.float64)
-            labels = np.array([float(r[1]) for r in rows])
-            model.manifest["calibration"][task] = fit_platt(_logit(probs), labels)
+    if pred.t3 and "head" in pred.t3[0][1]:
+        labelled["equivalence"] = (
+            _logit(np.array([f["head"] for _, f in pred.t3])),
+            np.array([g for g, _ in pred.t3]),
+        )
+    for task, (z, y) in labelled.items():
+        if task in model.manifest["tasks"] and len(z):
+            model.manifest["calibration"][task] = fit_platt(z, y.astype(np.float64))
 
-    def recal(task: str, probs: np.ndarray) -> np.ndarray:
-        return model.calibrate(task, _logit(np.asarray(probs, dtype=np.float64)))
+    def recal(task: str, z) -> np.ndarray:
+        c = model.manifest["calibration"][task]
+        return c["a"] * np.asarray(z, dtype=np.float64) + c["b"]
 
-    pred.t1 = [(g, c, recal("relevance", p)) for g, c, p in pred.t1]
-    pred.t4 = [(g, c, recal("evidence", p)) for g, c, p in pred.t4]
-    pred.t2 = [(g, float(recal("stance", np.array([p]))[0])) for g, p in pred.t2]
-    pred.t3 = [(g, float(recal("equivalence", np.array([p]))[0])) for g, p in pred.t3]
-    model.manifest["thresholds"].update(pe.tune(pred))
+    def recal_p(task: str, p: float) -> float:
+        return float(1 / (1 + np.exp(-recal(task, _logit(np.array([p])))[0])))
+
+    for _, _, f in pred.t1:
+        f["head"] = recal("relevance", f["head"])
+    pred.t2 = [(g, recal_p("stance", p)) for g, p in pred.t2]
+    for _, f in pred.t3:
+        for key in ("s_a", "s_b"):  # stance probabilities behind the equivalence "agree" feature
+            if key in f:
+                f[key] = recal_p("stance", f[key])
+        if "head" in f:
+            f["head"] = recal_p("equivalence", f["head"])
+    thr, stacks = pe.tune(pred)
+    model.manifest["thresholds"].update(thr)
+    model.manifest["stacks"] = {k: v.to_json() for k, v in stacks.items()}
     if pred.t1:
         model.manifest["ir_baseline_k"] = pe.tune_ir_k(pred.t1, len(pred.t1[0][1]))
-    model.manifest["tune_metrics"] = pe.as_json(pe.score(pred, model.manifest["thresholds"]))
+    model.manifest["tune_metrics"] = pe.as_json(
+        pe.score(pred, model.manifest["thresholds"], stacks_from(model.manifest))
+    )
+
+
+def tune_claims_of(data_dir: str | Path):
+    """The held-out 15 % of train claims (by hashed claim id) and the rest."""
+    from perspect.perspectrum import load_claims
+
+    order = sorted(
+        load_claims(data_dir, "train"), key=lambda c: hashlib.md5(str(c.cid).encode()).hexdigest()
+    )
+    n_tune = max(1, math.ceil(0.15 * len(order)))
+    return order[:n_tune], order[n_tune:]
+
+
+def recalibrate(
+    model_dir: str | Path,
+    data_dir: str | Path,
+    index: str | None = None,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    retrievers: Sequence[str] = ("bm25", "dense"),
+) -> PairModel:
+    """Re-fit calibration, stacks and thresholds of a trained model on the tune claims, without
+    training: for a pipeline change that adds signals (e.g. the dense cosine) to a saved model.
+    `index` names an index of the PERSPECTRUM pools to run on; else a scratch one is built."""
+    from perspect import perspectrum_eval as pe
+    from perspect.engine import Engine
+    from perspect.perspectrum import load_perspectives, pool_searcher
+    from retriever.searcher import Searcher
+
+    reporter = reporter or NullReporter()
+    model = PairModel.load(model_dir)
+    for t in model.manifest["tasks"]:
+        model.manifest["calibration"][t] = {"a": 1.0, "b": 0.0}
+    tune_claims, _ = tune_claims_of(data_dir)
+    perspectives = load_perspectives(data_dir)
+    with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
+        if index:
+            searcher = Searcher(index, home=home)
+        else:
+            with reporter.stage(f"indexing pools ({'+'.join(retrievers)})"):
+                searcher = pool_searcher(data_dir, tmp, retrievers=tuple(retrievers))
+        engine = Engine(searcher, model)
+        with reporter.stage("calibrating on held-out train claims", total=len(tune_claims)) as adv:
+            pred = pe.predict(engine, tune_claims, perspectives, progress=adv)
+        calibrate_and_tune(model, pred)
+        searcher.close()
+    model.manifest["recalibrated"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "index": index}
+    model.save(model_dir)
+    return model
 
 
 def train(
@@ -202,6 +263,7 @@ def train(
     log: Callable[[str], None] = print,
 ) -> PairModel:
     from perspect import perspectrum_eval as pe
+    from perspect.engine import Engine
     from perspect.perspectrum import (
         data_fingerprints,
         load_claims,
@@ -220,18 +282,18 @@ def train(
 
     perspectives = load_perspectives(data_dir)
     evidence = load_evidence(data_dir) if "evidence" in tasks else {}
-    train_claims = load_claims(data_dir, "train")
-    order = sorted(train_claims, key=lambda c: hashlib.md5(str(c.cid).encode()).hexdigest())
-    n_tune = max(1, math.ceil(0.15 * len(order)))
-    tune_claims, fit_claims = order[:n_tune], order[n_tune:]
+    tune_claims, fit_claims = tune_claims_of(data_dir)
     if prof.max_train_claims:
         fit_claims = fit_claims[: prof.max_train_claims]
     if prof.max_tune_claims:
         tune_claims = tune_claims[: prof.max_tune_claims]
 
     with tempfile.TemporaryDirectory(prefix="perspect-train-") as tmp:
-        with reporter.stage("indexing pools for negatives (bm25)"):
-            searcher = pool_searcher(data_dir, tmp)
+        with reporter.stage(f"indexing pools ({'+'.join(prof.retrievers)})"):
+            # quick: links on the fly for the few claims run, not for all 11k perspectives
+            searcher = pool_searcher(
+                data_dir, tmp, retrievers=prof.retrievers, links=prof.name != "quick"
+            )
 
         with reporter.stage("building training pairs"):
             examples = build_examples(fit_claims, perspectives, evidence, searcher, rng, tasks)
@@ -249,18 +311,9 @@ def train(
 
         def run(claims, label: str):
             """The evaluation pipeline over `claims`, as `perspect eval` runs it."""
+            engine = Engine(searcher, model)
             with reporter.stage(label, total=len(claims)) as adv:
-                return pe.predict(
-                    model,
-                    claims,
-                    perspectives,
-                    evidence,
-                    searcher,
-                    prof.k_persp,
-                    prof.k_evid,
-                    tasks,
-                    progress=adv,
-                )
+                return pe.predict(engine, claims, perspectives, prof.k_persp, tasks, progress=adv)
 
         calibrate_and_tune(model, run(tune_claims, "calibrating on held-out train claims"))
 
@@ -271,14 +324,12 @@ def train(
                 "claims": {"fit": len(fit_claims), "tune": len(tune_claims)},
                 "pairs_available": counts,
                 "training": stats,
-                "retrieval_k": {"perspectives": prof.k_persp, "evidence": prof.k_evid},
+                "retrieval_k": {"perspectives": prof.k_persp},
             }
         )
         if prof.dev_eval:
             dpred = run(load_claims(data_dir, "dev"), "evaluating on dev")
-            model.manifest["dev_metrics"] = pe.as_json(
-                pe.score(dpred, model.manifest["thresholds"])
-            )
+            model.manifest["dev_metrics"] = pe.as_json(pe.score(dpred, *pe.thresholds_of(model)))
         model.manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
         searcher.close()
         model.save(out)

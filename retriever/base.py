@@ -84,7 +84,11 @@ def backend_class(kind: str) -> type[Backend]:
         # Importing the module registers it; keeps heavy backends out of startup when unused.
         import importlib
 
-        modules = {"bm25": "retriever.bm25", "colbert": "retriever.colbert"}
+        modules = {
+            "bm25": "retriever.bm25",
+            "colbert": "retriever.colbert",
+            "dense": "retriever.dense",
+        }
         if kind in modules:
             importlib.import_module(modules[kind])
     if kind not in _REGISTRY:

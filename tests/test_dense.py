@@ -1,0 +1,101 @@
+"""The dense bi-encoder backend (packaged all-MiniLM-L6-v2 + faiss) and index-time evidence links."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from indexer.indexer import Indexer, Source
+from indexer.links import Links
+from perspect.config import IndexConfig
+from retriever.searcher import Searcher
+from tests.conftest import write_json
+
+CONFIG = IndexConfig(("bm25", "dense"))
+
+
+@pytest.fixture
+def dense_home(pools, home):
+    srcs = [Source("perspectives", pools["perspectives"]), Source("evidence", pools["evidence"])]
+    Indexer("d", home=home, config=CONFIG).build(srcs)
+    return home
+
+
+def test_dense_finds_a_paraphrase_bm25_cannot(dense_home):
+    s = Searcher("d", home=dense_home)
+    # No content word shared with "Animals feel pain and deserve legal protection."
+    q = "creatures that suffer should be shielded by statute"
+    assert s.search(q, "perspectives", 1, retriever="dense").hits[0].id == "1"
+    assert s.search(q, "perspectives", 3, retriever="bm25").hits == ()
+    assert s.search(q, "perspectives", 1).retriever == "hybrid"
+
+
+def test_vectors_are_stored_not_recomputed(dense_home):
+    s = Searcher("d", home=dense_home)
+    b = s.backend("perspectives", "dense")
+    v = b.vectors(["1", "3", "missing"])
+    assert v.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(v[:2], axis=1), 1, atol=1e-4)
+    assert not v[2].any()
+    # the stored vector is the one a fresh encoding gives
+    assert np.allclose(v[0], b.embed_queries([s.store("perspectives").get("1").text])[0], atol=1e-4)
+
+
+def test_links_are_built_and_follow_updates(dense_home, tmp_path):
+    s = Searcher("d", home=dense_home)
+    links = Links(s.version).get(["1", "4"])
+    assert links["1"][0][0] == "10"  # the pain paragraph backs the pain perspective
+    assert links["4"][0][0] == "11"  # reactors back nuclear power
+    assert s.manifest["links"]["perspectives"] == 6
+
+    new_p = write_json(tmp_path / "p2.json", [{"pId": 7, "text": "Reactors are low carbon."}])
+    Indexer("d", home=dense_home).add([Source("perspectives", new_p)])
+    s2 = Searcher("d", home=dense_home)
+    assert Links(s2.version).get(["7"])["7"][0][0] == "11"
+    assert Links(s2.version).count() == 7
+
+    new_e = write_json(
+        tmp_path / "e2.json",
+        [{"eId": 12, "text": "Uniforms cut bullying because no one is mocked for clothes."}],
+    )
+    Indexer("d", home=dense_home).add([Source("evidence", new_e)])
+    s3 = Searcher("d", home=dense_home)
+    assert Links(s3.version).get(["3"])["3"][0][0] == "12"
+
+    Indexer("d", home=dense_home).delete("evidence", ["12"])
+    s4 = Searcher("d", home=dense_home)
+    assert all(e != "12" for e, _, _ in Links(s4.version).get(["3"])["3"])
+    Indexer("d", home=dense_home).delete("perspectives", ["7"])
+    assert Links(Searcher("d", home=dense_home).version).get(["7"])["7"] == []
+
+
+def test_dense_add_replace_delete_reload(dense_home, tmp_path):
+    new_p = write_json(
+        tmp_path / "p2.json", [{"pId": 3, "text": "Wind turbines generate clean electricity."}]
+    )
+    Indexer("d", home=dense_home).add([Source("perspectives", new_p)])
+    s = Searcher("d", home=dense_home)
+    assert s.backend("perspectives", "dense").count() == 6
+    top = s.search("renewable electricity from wind", "perspectives", 1, retriever="dense")
+    assert top.hits[0].id == "3"
+    Indexer("d", home=dense_home).delete("perspectives", ["3"])
+    s = Searcher("d", home=dense_home)
+    ids = [h.id for h in s.search("wind", "perspectives", 10, retriever="dense").hits]
+    assert "3" not in ids and len(ids) == 5
+
+
+def test_links_on_the_fly_match_precomputed(pools, home, tiny_pair_model):
+    from perspect.engine import Engine
+    from reranker.model import PairModel
+
+    srcs = [Source("perspectives", pools["perspectives"]), Source("evidence", pools["evidence"])]
+    Indexer("pre", home=home, config=CONFIG).build(srcs)
+    lazy = IndexConfig(("bm25", "dense"), links=False)
+    Indexer("lazy", home=home, config=lazy).build(srcs)
+    assert Searcher("lazy", home=home).links() is None
+    model = PairModel.load(tiny_pair_model)
+    groups = [["1"], ["4", "6"], ["3", "5"]]
+    pre = Engine(Searcher("pre", home=home), model).evidence(groups)
+    fly = Engine(Searcher("lazy", home=home), model).evidence(groups)
+    assert [[e.id for e in g] for g in pre] == [[e.id for e in g] for g in fly]
+    assert pre[0][0].id == "10" and pre[1][0].id == "11"

@@ -1,0 +1,184 @@
+"""Stacks, thresholds and the T1-T4 pipeline on a tiny hand-made PERSPECTRUM-format folder.
+
+Runs the real packaged bi-encoder (dense vectors, cosine equivalence, evidence links) with the tiny
+test cross-encoder, so the whole calibrate -> evaluate path runs in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from perspect import perspectrum_eval as pe
+from perspect.engine import Engine
+from perspect.perspectrum import load_claims, load_perspectives, pool_searcher
+from reranker.model import PairModel
+from reranker.stack import Stack, fit
+from reranker.train import recalibrate, tune_claims_of
+
+TOPICS = [
+    # (claim, [(stance, [paraphrases], evidence paragraph)])
+    (
+        "Animals should have legal rights.",
+        [
+            (
+                "SUPPORT",
+                ["Animals feel pain like humans do.", "Animals can suffer just as people can."],
+                "Mammals have pain receptors and suffer much like humans.",
+            ),
+            (
+                "UNDERMINE",
+                ["Rights come with duties animals cannot carry.", "Animals cannot bear duties."],
+                "Legal rights are tied to obligations, which animals cannot understand.",
+            ),
+        ],
+    ),
+    (
+        "School uniforms should be mandatory.",
+        [
+            (
+                "SUPPORT",
+                ["Uniforms reduce bullying over clothes.", "Uniforms stop teasing about outfits."],
+                "Schools with uniforms report fewer incidents of clothing-related bullying.",
+            ),
+            (
+                "UNDERMINE",
+                ["Uniforms stifle self-expression.", "Uniforms suppress individuality."],
+                "Students value choosing their own clothes as a form of personal expression.",
+            ),
+        ],
+    ),
+    (
+        "Nuclear power should be expanded.",
+        [
+            (
+                "SUPPORT",
+                ["Nuclear power emits little carbon.", "Reactors produce almost no CO2."],
+                "Over their life cycle reactors emit about as little carbon as wind turbines.",
+            ),
+            (
+                "UNDERMINE",
+                ["Nuclear waste stays dangerous for millennia.", "Radioactive waste lasts ages."],
+                "Spent fuel remains radioactive for thousands of years and needs storage.",
+            ),
+        ],
+    ),
+    (
+        "Homework should be banned.",
+        [
+            (
+                "SUPPORT",
+                ["Homework causes stress in children.", "Homework makes kids anxious."],
+                "Surveys link heavy homework loads with anxiety and poor sleep in pupils.",
+            ),
+            (
+                "UNDERMINE",
+                ["Homework reinforces what was learned.", "Practice at home consolidates lessons."],
+                "Spaced practice at home improves retention of classroom material.",
+            ),
+        ],
+    ),
+    (
+        "Voting should be compulsory.",
+        [
+            (
+                "SUPPORT",
+                ["Compulsory voting raises turnout.", "Mandatory voting gets more people to vote."],
+                "Australia's turnout exceeds ninety percent since voting became mandatory.",
+            ),
+            (
+                "UNDERMINE",
+                ["Forcing people to vote violates freedom.", "Mandatory voting curbs liberty."],
+                "Compelling citizens to vote infringes on their freedom not to participate.",
+            ),
+        ],
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_perspectrum(tmp_path_factory):
+    d = tmp_path_factory.mktemp("perspectrum")
+    persp, evid, claims, split = [], [], [], {}
+    pid = eid = 0
+    for cid, (claim, clusters) in enumerate(TOPICS, start=1):
+        rec = {"cId": cid, "text": claim, "perspectives": []}
+        for stance, texts, paragraph in clusters:
+            eid += 1
+            evid.append({"eId": eid, "text": paragraph})
+            pids = []
+            for t in texts:
+                pid += 1
+                persp.append({"pId": pid, "text": t})
+                pids.append(pid)
+            rec["perspectives"].append(
+                {"pids": pids, "stance_label_3": stance, "evidence": [eid, 999]}
+            )
+        claims.append(rec)
+        split[str(cid)] = "dev" if cid == 5 else "train"
+    for name, data in (
+        ("perspectrum_with_answers_v1.0.json", claims),
+        ("dataset_split_v1.0.json", split),
+        ("perspective_pool_v1.0.json", persp),
+        ("evidence_pool_partial_v1.0.json", evid),
+    ):
+        (d / name).write_text(json.dumps(data))
+    return d
+
+
+def test_stack_fit_orders_and_round_trips():
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(0.8, 0.1, 50), rng.normal(0.3, 0.1, 50)]
+    y = np.r_[np.ones(50), np.zeros(50)]
+    st = fit(("cosine",), x[:, None], y).with_threshold(0.5)
+    assert st.coef[0] > 0
+    p = st.prob({"cosine": np.array([0.2, 0.55, 0.9])})
+    assert p[0] < 0.1 < 0.9 < p[2] and p[0] < p[1] < p[2]
+    assert Stack.from_json(json.loads(json.dumps(st.to_json()))) == st
+
+
+def test_t4_returns_the_best_link_over_the_cut():
+    rows = [([1], [(1, 0.8), (2, 0.7)]), ([3], [(4, 0.6), (3, 0.5)]), ([5], [(5, 0.2)])]
+    m = pe._t4(rows, 0.0)  # returns 1, 4, 5: two right, every gold once
+    assert round(m.precision, 3) == round(2 / 3, 3) and round(m.recall, 3) == round(2 / 3, 3)
+    m = pe._t4(rows, 0.3)  # the third perspective returns nothing: precision of an empty set 0
+    assert round(m.recall, 3) == round(1 / 3, 3)
+    assert pe.tune(pe.Predictions(t4=rows))[0]["evidence"] <= 0.2
+
+
+def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
+    tiny_perspectrum, tiny_pair_model, tmp_path
+):
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_pair_model, model_dir)
+    assert len(tune_claims_of(tiny_perspectrum)[0]) == 1
+    m = recalibrate(model_dir, tiny_perspectrum, retrievers=("bm25", "dense")).manifest
+    assert set(m["stacks"]) == {"relevance", "equivalence", "evidence"}
+    assert m["stacks"]["relevance"]["features"] == ["head", "cosine", "log_rank"]
+    assert m["stacks"]["equivalence"]["features"] == ["cosine", "agree"]
+    # paraphrases of one perspective are closer than different perspectives: cosine weighs in
+    assert m["stacks"]["equivalence"]["coef"][0] > 0
+    assert m["tune_metrics"]["T3"]["f1"] > 50
+
+    model = PairModel.load(model_dir)
+    searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
+    engine = Engine(searcher, model)
+    dev = load_claims(tiny_perspectrum, "dev")
+    pred = pe.predict(engine, dev, load_perspectives(tiny_perspectrum))
+    scores = pe.score(pred, *pe.thresholds_of(model))
+    assert set(scores) == {"T1", "T2", "T3", "T4"}
+    # each dev perspective's own paragraph is its best link (unresolvable eId 999 is ignored)
+    assert all(g == [c[0][0]] for g, c in pred.t4) and scores["T4"].recall == 1.0
+    # the search keeps exactly what T1 scored: one pipeline, evaluated and served
+    thr, stacks = pe.thresholds_of(model)
+    _gold, cands, feats = pred.t1[0]
+    kept = {
+        c
+        for c, p in zip(cands, pe.relevance_probs(feats, stacks), strict=True)
+        if p >= thr["relevance"]
+    }
+    res = engine.search(dev[0].text)
+    assert {int(m.id) for c in res.clusters for m in c.members} == kept
