@@ -76,7 +76,7 @@ def _index_config(args: argparse.Namespace):
         retrievers = default_retrievers()
         if "colbert" not in retrievers:
             _console(stderr=True).print(
-                f"[yellow]note:[/] no ColBERT model at {default_model()}: building BM25 only "
+                f"[yellow]note:[/] no ColBERT model at {default_model()}: building BM25 + dense "
                 "(train one with `perspect train --task colbert`, or pass --colbert-model)"
             )
     backends: dict[str, dict] = {}
@@ -345,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--retrievers",
         default=None,
-        help="comma-separated: bm25,colbert (default: both when a ColBERT model exists)",
+        help="comma-separated of bm25,dense,colbert (default: all three when a ColBERT model "
+        "exists, else bm25,dense)",
     )
     b.add_argument("--colbert-model", help="ColBERT model folder (default: models/colbert)")
     b.add_argument(
@@ -443,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--retriever",
         default=None,
-        help="bm25, colbert or hybrid (default: hybrid when the index has both)",
+        help="bm25, dense, colbert or hybrid (default: hybrid, RRF over the index's retrievers)",
     )
     q.add_argument("--json", action="store_true", help="print the documented JSON schema")
     q.add_argument(
