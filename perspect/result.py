@@ -15,7 +15,7 @@ class EvidenceItem(FrozenMetadata):
 
     id: str
     text: str
-    score: float  # bi-encoder cosine between the paragraph and the closest cluster member
+    score: float  # bi-encoder cosine between the paragraph and the representative
     verdict: str  # "supports": the cluster's best link, over the tuned cut; else "related"
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
