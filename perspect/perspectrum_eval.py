@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.engine import equivalence_features, stacks_from
+from perspect.engine import complete_link, equivalence_features, stacks_from
 from perspect.evaluation import PRF, binary_prf, claim_pr, macro
 from perspect.perspectrum import Claim
 from reranker.roles import pair_for
@@ -39,6 +39,8 @@ class Predictions:
     t2: list[tuple[bool, float]] = field(default_factory=list)
     t3: list[tuple[bool, dict[str, float]]] = field(default_factory=list)
     t4: list[tuple[list[int], list[tuple[int, float]]]] = field(default_factory=list)
+    # per claim: (first t3 row, number of perspectives, the (a, b) index pair of each row)
+    t3_claims: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
 
 
 def predict(
@@ -98,6 +100,7 @@ def predict(
                 feats = [{"head": float(q)} for q in probs]
             else:
                 feats = []
+            pred.t3_claims.append((len(pred.t3), len(pids), pp))
             pred.t3.extend(
                 (cluster_of[pids[a]] == cluster_of[pids[b]], f)
                 for (a, b), f in zip(pp, feats, strict=True)
@@ -139,6 +142,29 @@ def pair_features(rows) -> dict[str, np.ndarray]:
         b = np.array([f["s_b"] for _, f in rows])
         feats["agree"] = a * b + (1 - a) * (1 - b)
     return feats
+
+
+def t3_clustered(pred: Predictions, stacks: dict[str, Stack], cut: float, stance: float) -> PRF:
+    """T3 over the engine's *clusters* (complete-link, same side) rather than its pairwise
+    decisions: what a user sees as merged phrasings."""
+    probs = equivalence_probs(pred.t3, stacks)
+    gold, got = [], []
+    for start, n, pairs in pred.t3_claims:
+        m = np.zeros((n, n))
+        side = np.zeros(n, dtype=bool)
+        for k, (a, b) in enumerate(pairs):
+            f = pred.t3[start + k][1]
+            m[a, b] = m[b, a] = probs[start + k]
+            side[a], side[b] = f["s_a"] >= stance, f["s_b"] >= stance
+        lab = complete_link(m, side, cut)
+        for k, (a, b) in enumerate(pairs):
+            gold.append(pred.t3[start + k][0])
+            got.append(bool(lab[a] == lab[b]))
+    return binary_prf(gold, got)
+
+
+def _clusterable(pred: Predictions) -> bool:
+    return bool(pred.t3 and pred.t3_claims and "s_a" in pred.t3[0][1])
 
 
 def _t1(rows, thr: float, stacks: dict[str, Stack]) -> PRF:
@@ -189,6 +215,8 @@ def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Sta
         )
     if pred.t4:
         out["T4"] = _t4(pred.t4, thresholds.get("evidence", 0.0))
+    if _clusterable(pred) and "cluster" in thresholds:
+        out["T3_clusters"] = t3_clustered(pred, stacks, thresholds["cluster"], thresholds["stance"])
     return out
 
 
@@ -236,6 +264,13 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
         thr["equivalence"] = float(max(GRID, key=lambda t: _pairs(labels, probs, t).f1))
         if "equivalence" in stacks:
             stacks["equivalence"] = stacks["equivalence"].with_threshold(thr["equivalence"])
+    if _clusterable(pred) and "stance" in thr:
+        thr["cluster"] = float(
+            max(
+                np.round(np.arange(0.02, 0.6, 0.01), 3),
+                key=lambda t: t3_clustered(pred, stacks, t, thr["stance"]).f1,
+            )
+        )
     if pred.t4:
         cuts = np.round(np.arange(0.0, 0.9, 0.01), 3)
         thr["evidence"] = float(max(cuts, key=lambda t: _t4(pred.t4, t).f1))

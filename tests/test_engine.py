@@ -65,3 +65,27 @@ def test_coverage_warnings():
     assert "no opposing" in _coverage(4, 0, 0.25).warning
     assert "few supporting" in _coverage(1, 9, 0.25).warning
     assert "no perspective" in _coverage(0, 0, 0.25).warning
+
+
+def test_complete_link_does_not_chain_and_respects_sides():
+    import numpy as np
+
+    from perspect.engine import complete_link
+
+    p = np.array(
+        [
+            [0, 0.9, 0.0, 0.0],
+            [0.9, 0, 0.8, 0.0],
+            [0.0, 0.8, 0, 0.0],
+            [0.0, 0.0, 0.0, 0],
+        ]
+    )
+    lab = complete_link(p, np.array([True, True, True, True]), 0.5)
+    # a chain a-b-c: single link would merge all three; complete link keeps c apart
+    assert lab[0] == lab[1] and lab[2] != lab[0] and lab[3] not in (lab[0], lab[2])
+    # the same strong pair on different sides never merges
+    lab = complete_link(p, np.array([True, False, True, True]), 0.5)
+    assert len(set(lab.tolist())) == 4
+    # everything above the cut on one side: one cluster
+    full = np.full((3, 3), 0.9)
+    assert len(set(complete_link(full, np.ones(3, dtype=bool), 0.5).tolist())) == 1

@@ -169,7 +169,8 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     dev = load_claims(tiny_perspectrum, "dev")
     pred = pe.predict(engine, dev, load_perspectives(tiny_perspectrum))
     scores = pe.score(pred, *pe.thresholds_of(model))
-    assert set(scores) == {"T1", "T2", "T3", "T4"}
+    assert set(scores) == {"T1", "T2", "T3", "T4", "T3_clusters"}
+    assert 0.0 < m["thresholds"]["cluster"] < 0.6
     # each dev perspective's own paragraph is its best link (unresolvable eId 999 is ignored)
     assert all(g == [c[0][0]] for g, c in pred.t4) and scores["T4"].recall == 1.0
     # the search keeps exactly what T1 scored: one pipeline, evaluated and served
