@@ -28,10 +28,21 @@ def _app(tiny_index, tiny_pair_model, tmp_path, **kw) -> PerspectApp:
 
 
 async def _search(pilot, app, claim: str = CLAIM) -> None:
-    await pilot.click("#claim")
-    await pilot.press(*claim, "enter")
-    await app.workers.wait_for_complete()
+    """Type the claim and wait for the result. Focus is set explicitly and the result polled:
+    on a loaded CI box a click can land before the input is ready and keys go elsewhere."""
     await pilot.pause()
+    box = app.query_one("#claim")
+    box.cursor_blink = False  # a blinking cursor makes snapshots depend on timing
+    box.focus()
+    await pilot.pause()
+    await pilot.press(*claim, "enter")
+    for _ in range(300):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.result is not None and app.result.claim == claim:
+            break
+        await pilot.pause(0.05)
+    assert app.result is not None, "the search never finished"
 
 
 async def test_search_fills_both_columns_and_coverage(tiny_index, tiny_pair_model, tmp_path):
