@@ -43,8 +43,9 @@ class Stack:
         return Stack(self.features, self.coef, self.intercept, float(t))
 
 
-def fit(features: Sequence[str], X: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> Stack:
-    """L2-regularised logistic regression by LBFGS (torch is already here; no sklearn needed)."""
+def fit(features: Sequence[str], X: np.ndarray, y: np.ndarray, l2: float = 1e-4) -> Stack:
+    """L2-regularised logistic regression by LBFGS (torch is already here; no sklearn needed).
+    l2=1e-4 on the mean loss was chosen on the tune claims (T1 55.2 vs 54.4 with 1e-3)."""
     import torch
 
     X = np.asarray(X, dtype=np.float64).reshape(len(y), len(features))
