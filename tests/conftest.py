@@ -135,8 +135,11 @@ def tiny_base(tmp_path_factory):
 def tiny_pair_model(tiny_base, tmp_path_factory):
     """An untrained tiny pair model whose thresholds keep every candidate: deterministic output
     for engine and UI tests (what the UI shows is what matters there, not model quality)."""
+    import torch
+
     from reranker.model import PairModel
 
+    torch.manual_seed(0)  # the heads are random: same weights whatever ran before (snapshots)
     model = PairModel.from_base(tiny_base)
     model.manifest["thresholds"] = {
         "relevance": 0.0,
