@@ -45,6 +45,8 @@ def default_retrievers() -> tuple[str, ...]:
     equivalence and evidence linking at query time (measured in bench/retrieval.py)."""
     from retriever.colbert import default_model
 
+    if os.environ.get("PERSPECT_RETRIEVERS"):  # e.g. "bm25" for fast scratch work and tests
+        return tuple(r.strip() for r in os.environ["PERSPECT_RETRIEVERS"].split(",") if r.strip())
     return ("bm25", "dense", "colbert") if default_model().is_dir() else ("bm25", "dense")
 
 

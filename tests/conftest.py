@@ -70,6 +70,9 @@ def _no_default_colbert(monkeypatch, tmp_path_factory):
     for var in ("PERSPECT_COLBERT_MODEL", "PERSPECT_MODEL"):
         if var not in os.environ:
             monkeypatch.setenv(var, str(tmp_path_factory.getbasetemp() / "no-model"))
+    # Default builds in tests are BM25-only (loading the dense encoder in every CLI subprocess
+    # cost minutes of CI); tests of the dense retriever and of the real default say so.
+    monkeypatch.setenv("PERSPECT_RETRIEVERS", "bm25")
 
 
 @pytest.fixture

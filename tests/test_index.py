@@ -43,15 +43,25 @@ def test_results_are_frozen(built):
         hit.metadata["source"] = "x"
 
 
+def test_default_retrievers_are_bm25_and_dense(monkeypatch):
+    from perspect.config import default_retrievers
+
+    monkeypatch.delenv("PERSPECT_RETRIEVERS")
+    assert default_retrievers() == ("bm25", "dense")  # no ColBERT model in tests
+    monkeypatch.setenv("PERSPECT_RETRIEVERS", "bm25, colbert")
+    assert default_retrievers() == ("bm25", "colbert")
+
+
 def test_manifest_records_sources_config_and_versions(built, pools):
     m = Perspect.open("tiny", home=built).manifest
-    assert m["pools"]["perspectives"] == {"count": 6, "retrievers": ["bm25", "dense"]}
+    assert m["pools"]["perspectives"] == {"count": 6, "retrievers": ["bm25"]}
     src = next(s for s in m["sources"] if s["pool"] == "perspectives")
     data = pools["perspectives"].read_bytes()
     assert src["size"] == len(data) and src["sha256"] == hashlib.sha256(data).hexdigest()
-    assert m["config"]["retrievers"] == ["bm25", "dense"]
-    assert {"tantivy", "faiss-cpu", "python"} <= set(m["libraries"])
-    assert m["links"]["perspectives"] == 6 and m["links"]["retrievers"] == ["bm25", "dense"]
+    assert m["config"]["retrievers"] == ["bm25"]
+    assert {"tantivy", "python"} <= set(m["libraries"])
+    # BM25-only links exist only where a perspective shares a term with some paragraph
+    assert 0 < m["links"]["perspectives"] <= 6 and m["links"]["retrievers"] == ["bm25"]
     assert m["created_at"] and m["version"].startswith("v000001")
 
 
