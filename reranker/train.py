@@ -26,6 +26,7 @@ import torch
 from perspect.progress import NullReporter, Reporter
 from reranker.data import Example, build_examples
 from reranker.model import TASKS, PairModel
+from reranker.stack import logit
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,6 @@ def train_steps(
     }
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p))
-
 
 def calibrate_and_tune(model: PairModel, pred) -> None:
     """Platt scaling per head on the tune claims, then the pipeline's stacks and thresholds
@@ -167,11 +164,11 @@ def calibrate_and_tune(model: PairModel, pred) -> None:
             if pred.t1
             else np.zeros(0),
         ),
-        "stance": (_logit(np.array([p for _, p in pred.t2])), np.array([g for g, _ in pred.t2])),
+        "stance": (logit(np.array([p for _, p in pred.t2])), np.array([g for g, _ in pred.t2])),
     }
     if pred.t3 and "head" in pred.t3[0][1]:
         labelled["equivalence"] = (
-            _logit(np.array([f["head"] for _, f in pred.t3])),
+            logit(np.array([f["head"] for _, f in pred.t3])),
             np.array([g for g, _ in pred.t3]),
         )
     for task, (z, y) in labelled.items():
@@ -183,7 +180,7 @@ def calibrate_and_tune(model: PairModel, pred) -> None:
         return c["a"] * np.asarray(z, dtype=np.float64) + c["b"]
 
     def recal_p(task: str, p: float) -> float:
-        return float(1 / (1 + np.exp(-recal(task, _logit(np.array([p])))[0])))
+        return float(1 / (1 + np.exp(-recal(task, logit(np.array([p])))[0])))
 
     for _, _, f in pred.t1:
         f["head"] = recal("relevance", f["head"])
