@@ -149,7 +149,6 @@ def train_steps(
     }
 
 
-
 def calibrate_and_tune(model: PairModel, pred) -> None:
     """Platt scaling per head on the tune claims, then the pipeline's stacks and thresholds
     (perspect.perspectrum_eval.tune) on the calibrated signals."""
