@@ -165,6 +165,37 @@ class Indexer:
             not_found={pool: len(ids) - len(present)},
         )
 
+    def rebuild(self, retriever: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Re-encode every pool with one retriever from the stored items, e.g. after training a
+        new dense or ColBERT model, or to add a retriever to an existing index. The other
+        retrievers' files are shared with the live version, so this costs only the one encoder;
+        the old version serves until the swap, as for any write."""
+        backend_class(retriever)  # unknown kinds fail before any copy
+        with self.dir.writer_lock():
+            live = self.dir.current()
+            manifest = mf.load(live)
+            version = self._clone(live, manifest)
+            try:
+                cfg = manifest["config"]
+                if retriever not in cfg["retrievers"]:
+                    cfg["retrievers"] = [*cfg["retrievers"], retriever]
+                backends = cfg.setdefault("backends", {})
+                backends[retriever] = {**backends.get(retriever, {}), **(options or {})}
+                cls = backend_class(retriever)
+                for pool in manifest["pools"]:
+                    store = ItemStore(version / pool, readonly=True)
+                    self._rebuild_backend(cls, version / pool / retriever, store, manifest)
+                    manifest["pools"][pool] = self._pool_entry(store, manifest)
+                    store.close()
+                if retriever in ("bm25", "dense"):
+                    self._link(version, manifest)
+                mf.save(version, manifest)
+            except BaseException:
+                shutil.rmtree(version, ignore_errors=True)
+                raise
+            self.dir.publish(version)
+        return manifest
+
     # -- internals -----------------------------------------------------------------------------
     def _read_all(self, sources: Sequence[Source]) -> list[tuple[Source, ReadReport]]:
         out = []
@@ -251,7 +282,7 @@ class Indexer:
                 b.close()
                 seconds[f"{pool}/{b.kind}"] = round(time.perf_counter() - t0, 3)
                 if b.needs_rebuild():
-                    self._rebuild_backend(b, store, manifest)
+                    self._rebuild_backend(type(b), b.folder, store, manifest)
             manifest["pools"][pool] = self._pool_entry(store, manifest)
             store.close()
         if "evidence" in by_pool or op == "build":
@@ -318,14 +349,18 @@ class Indexer:
         for b in ev.values():
             b.close()
 
-    def _rebuild_backend(self, b: Backend, store: ItemStore, manifest: dict[str, Any]) -> None:
-        """Re-create one backend of a pool from the item store (e.g. ColBERT centroids gone stale)."""
+    def _rebuild_backend(
+        self, cls: type[Backend], folder: Path, store: ItemStore, manifest: dict[str, Any]
+    ) -> None:
+        """Re-create one backend of a pool from the item store (e.g. ColBERT centroids gone stale,
+        or a new encoder)."""
         cfg = IndexConfig.from_json(manifest["config"])
         items = list(store)
-        shutil.rmtree(b.folder)
-        fresh = type(b).create(b.folder, cfg.backends.get(b.kind, {}))
-        pool = b.folder.parent.name
-        with self.reporter.stage(f"rebuilding {pool} ({b.kind})", total=len(items)) as adv:
+        if folder.exists():
+            shutil.rmtree(folder)
+        fresh = cls.create(folder, cfg.backends.get(cls.kind, {}))
+        pool = folder.parent.name
+        with self.reporter.stage(f"rebuilding {pool} ({cls.kind})", total=len(items)) as adv:
             fresh.add(items, progress=adv)
             fresh.commit()
         fresh.close()
@@ -333,7 +368,7 @@ class Indexer:
             {
                 "op": "rebuild",
                 "pool": pool,
-                "retriever": b.kind,
+                "retriever": cls.kind,
                 "items": len(items),
                 "at": mf.now(),
             }

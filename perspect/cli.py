@@ -98,6 +98,13 @@ def _index_config(args: argparse.Namespace):
         if args.colbert_model:
             colbert["model"] = str(Path(args.colbert_model).resolve())
         backends["colbert"] = colbert
+    if "dense" in retrievers:
+        from retriever import dense
+
+        model = args.dense_model or dense.default_model()
+        if Path(model).exists():
+            model = str(Path(model).resolve())
+        backends["dense"] = {"model": model}  # recorded in the manifest: the index keeps it
     return IndexConfig(retrievers=retrievers, backends=backends)
 
 
@@ -132,6 +139,29 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     with RichReporter(quiet=args.quiet) as rep:
         report = _indexer(args, rep).add(sources)
     _print_report(report, "updated")
+    return 0
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from perspect.progress import RichReporter
+
+    options: dict = {}
+    if args.model:
+        options["model"] = (
+            str(Path(args.model).resolve()) if Path(args.model).exists() else args.model
+        )
+    elif args.retriever in ("dense", "colbert"):
+        from retriever import colbert, dense
+
+        default = dense.default_model() if args.retriever == "dense" else colbert.default_model()
+        options["model"] = str(Path(default).resolve()) if Path(default).exists() else default
+    with RichReporter(quiet=args.quiet) as rep:
+        manifest = _indexer(args, rep).rebuild(args.retriever, options)
+    model = manifest["config"]["backends"].get(args.retriever, {}).get("model")
+    _console().print(
+        f"[green]✓[/] re-encoded {', '.join(manifest['pools'])} of {args.name!r} with "
+        f"{args.retriever}" + (f" ({model})" if model else "")
+    )
     return 0
 
 
@@ -247,6 +277,25 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"({m['training']['steps']} steps) → {out}"
         )
         return 0
+    if args.task == "dense":
+        from reranker.dense_train import train_dense
+        from retriever.dense import PROJECT_ROOT
+
+        out = Path(args.out) if args.out else PROJECT_ROOT / "models" / "dense"
+        with RichReporter(quiet=args.quiet) as rep:
+            m = train_dense(
+                args.data,
+                out,
+                base=args.base,
+                profile=args.profile,
+                reporter=rep,
+                log=lambda msg: _console(stderr=True).print(msg),
+            )
+        _console().print(
+            f"[green]✓[/] trained the dense encoder in {m['total_seconds']:.0f} s "
+            f"({m['training']['steps']} steps) → {out}"
+        )
+        return 0
     if args.out is None:
         from perspect.config import default_pair_model
 
@@ -350,6 +399,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--colbert-model", help="ColBERT model folder (default: models/colbert)")
     b.add_argument(
+        "--dense-model",
+        help="sentence-transformers folder or hub id (default: models/dense when "
+        "`perspect train --task dense` wrote it, else the packaged all-MiniLM-L6-v2)",
+    )
+    b.add_argument(
         "--colbert-config",
         metavar="PLAN_JSON",
         help="take ColBERT settings from a colbert-ai/RAGatouille plan.json or metadata.json",
@@ -362,6 +416,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pool_inputs(a)
     _add_home(a)
     a.set_defaults(func=cmd_index_add)
+    r = idx.add_parser(
+        "rebuild",
+        help="re-encode all pools with one retriever (a new model, or a retriever the index "
+        "lacks); the others are kept",
+    )
+    r.add_argument("--name", required=True)
+    r.add_argument("--retriever", required=True, choices=["bm25", "dense", "colbert"])
+    r.add_argument(
+        "--model", help="model folder or hub id (default: models/dense or models/colbert)"
+    )
+    r.add_argument("-q", "--quiet", action="store_true")
+    _add_home(r)
+    r.set_defaults(func=cmd_index_rebuild)
     d = idx.add_parser("delete", help="delete items by id")
     d.add_argument("--name", required=True)
     d.add_argument("--pool", required=True, choices=POOLS)
@@ -379,7 +446,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--task",
         default="all",
-        choices=["all", "relevance", "stance", "equivalence", "evidence", "colbert", "calibrate"],
+        choices=[
+            "all",
+            "relevance",
+            "stance",
+            "equivalence",
+            "evidence",
+            "colbert",
+            "dense",
+            "calibrate",
+        ],
         help="calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
         "held-out train claims, without training",
     )
@@ -399,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--out",
         default=None,
-        help="model folder to write (default: models/pair, colbert: models/colbert)",
+        help="model folder to write (default: models/pair; colbert, dense: models/colbert, "
+        "models/dense)",
     )
     t.add_argument("-q", "--quiet", action="store_true")
     t.set_defaults(func=cmd_train)

