@@ -220,6 +220,25 @@ def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Sta
     return out
 
 
+def stance_detail(t2: list[tuple[bool, float]], threshold: float) -> dict[str, float]:
+    """What T2's binary F1 hides. With supports at about half of the gold perspectives, calling
+    everything "support" scores F1 ~67 with no model at all, and an F1-tuned threshold drifts
+    towards that. Accuracy, macro-F1 over both stances and AUROC show the model's own skill."""
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    y = np.array([g for g, _ in t2], dtype=bool)
+    p = np.array([q for _, q in t2], dtype=np.float64)
+    hat = p >= threshold
+    both = len(set(y.tolist())) == 2
+    return {
+        "accuracy": round(100 * float((hat == y).mean()), 2),
+        "macro_f1": round(100 * float(f1_score(y, hat, average="macro", zero_division=0)), 2),
+        "auroc": round(100 * float(roc_auc_score(y, p)), 2) if both else float("nan"),
+        "support_share": round(100 * float(y.mean()), 2),
+        "all_support_f1": round(100 * binary_prf(y.tolist(), [True] * len(y)).f1, 2),
+    }
+
+
 def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {k: v.to_json() for k, v in scores.items()}
     if all(k in scores for k in ("T1", "T2", "T4")):

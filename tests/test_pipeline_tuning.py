@@ -73,3 +73,13 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     }
     res = engine.search(dev[0].text)
     assert {int(m.id) for c in res.clusters for m in c.members} == kept
+
+
+def test_stance_detail_exposes_the_all_support_baseline():
+    # half supports; a model that ranks perfectly but sits below the threshold on one support
+    t2 = [(True, 0.9), (True, 0.8), (True, 0.4), (False, 0.3), (False, 0.2), (False, 0.1)]
+    d = pe.stance_detail(t2, 0.5)
+    assert d["support_share"] == 50.0 and d["auroc"] == 100.0
+    assert d["all_support_f1"] == round(100 * 2 * 0.5 / 1.5, 2)
+    assert d["accuracy"] == round(100 * 5 / 6, 2)
+    assert d["macro_f1"] == round(100 * (0.8 + 6 / 7) / 2, 2)
