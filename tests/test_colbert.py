@@ -202,3 +202,17 @@ def test_missing_colbert_model_is_a_clear_error(tmp_path):
         Indexer("c", home=tmp_path / "h", config=cfg).build([Source("perspectives", pool)])
     assert "perspect train --task colbert" in e.value.hint
     assert not (tmp_path / "h" / "c" / "CURRENT").exists()
+
+
+def test_queries_are_expanded_to_the_minimum_but_never_cut(tiny_colbert, tmp_path):
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    cfg = _config(tiny_colbert)
+    cfg.backends["colbert"]["query_maxlen_cap"] = 40
+    Indexer("c", home=tmp_path / "h", config=cfg).build([Source("perspectives", pool)])
+    b = Perspect.open("c", home=tmp_path / "h")._searcher.backend("perspectives", "colbert")
+    short, long = "animals", " ".join(["animals feel pain"] * 8)  # ~26 tokens
+    assert b.query_length(short) == 16
+    assert 26 < b.query_length(long) <= 40 and b.query_length(long * 4) == 40
+    # the encoded query has one vector per (expanded) token, so nothing of a long one is dropped
+    q_short, q_long = b.encode([short, long], is_query=True)
+    assert len(q_short) == 16 and len(q_long) == b.query_length(long)
