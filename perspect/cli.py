@@ -310,7 +310,15 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{json.dumps({k: v.get('f1') for k, v in model.manifest['tune_metrics'].items()})}"
         )
         return 0
+    from reranker.train import PROFILES
+
+    if args.profile == "continue" and not args.init:
+        raise PerspectError(
+            "--profile continue goes on training a saved model", hint="pass --init models/pair"
+        )
     tasks = TASKS if args.task == "all" else (args.task,)
+    if args.init and args.task == "all":
+        tasks = tuple(t for t in TASKS if t in PROFILES[args.profile].caps)
     with RichReporter(quiet=args.quiet) as rep:
         model = train(
             args.data,
@@ -320,6 +328,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             profile=args.profile,
             reporter=rep,
             log=lambda m: _console(stderr=True).print(m),
+            init=args.init,
         )
     m = model.manifest
     _console().print(
@@ -470,7 +479,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="base encoder: folder or hub id (default: packaged all-MiniLM-L6-v2)",
     )
-    t.add_argument("--profile", default="full", choices=["quick", "full"])
+    t.add_argument("--profile", default="full", choices=["quick", "full", "continue"])
+    t.add_argument(
+        "--init",
+        metavar="DIR",
+        help="go on training this saved pair model (e.g. --profile continue --init models/pair: "
+        "more stance passes; the model is written to --out)",
+    )
     t.add_argument("--data", default=str(DEFAULT_DATA), help="folder with the PERSPECTRUM files")
     t.add_argument(
         "--out",

@@ -83,3 +83,36 @@ def test_stance_detail_exposes_the_all_support_baseline():
     assert d["all_support_f1"] == round(100 * 2 * 0.5 / 1.5, 2)
     assert d["accuracy"] == round(100 * 5 / 6, 2)
     assert d["macro_f1"] == round(100 * (0.8 + 6 / 7) / 2, 2)
+
+
+def test_continue_training_keeps_other_heads_and_their_decisions(
+    tiny_perspectrum, tiny_pair_model, tmp_path
+):
+    import dataclasses
+
+    import torch
+
+    from reranker.train import PROFILES, train
+
+    prof = dataclasses.replace(PROFILES["quick"], caps={"stance": 48}, epochs={"stance": 3})
+    before = PairModel.load(tiny_pair_model)
+    out = tmp_path / "continued"
+    model = train(
+        tiny_perspectrum,
+        out,
+        tasks=("stance",),
+        profile=prof,
+        log=lambda m: None,
+        init=tiny_pair_model,
+    )
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["tasks"] == ["relevance", "stance", "equivalence", "evidence"]
+    assert m["continued_from"]["path"] == str(tiny_pair_model)
+    # 3 fitted claims x 4 perspectives = 12 stance pairs: one batch of 16, three passes
+    assert m["training"]["batches_planned"] == 3
+    heads_before, heads_after = before.net.heads, model.net.heads
+    assert torch.equal(heads_before["equivalence"].weight, heads_after["equivalence"].weight)
+    assert not torch.equal(heads_before["stance"].weight, heads_after["stance"].weight)
+    # decisions for every head are re-fitted on the tune claims, not only the trained one's
+    assert {"T1", "T2", "T3", "T4"} <= set(m["tune_metrics"])
+    assert {"relevance", "evidence"} <= set(m["stacks"])
