@@ -271,7 +271,8 @@ class Engine:
         phrasing represents its cluster."""
         if not members:
             return []
-        cut = self.model.threshold("stance")
+        thr = self.model.manifest["thresholds"]
+        cut = float(thr.get("stance_side", thr["stance"]))  # see perspectrum_eval.side_threshold
         side = ["support" if m.support >= cut else "oppose" for m in members]
         probs = self.equivalence(
             claim, [m.id for m in members], [m.text for m in members], [m.support for m in members]

@@ -203,6 +203,11 @@ def thresholds_of(model) -> tuple[dict[str, float], dict[str, Stack]]:
     return thr, stacks
 
 
+def side_threshold(thresholds: dict[str, float]) -> float:
+    """P(support) cut that puts a perspective on the support side (older models: T2's)."""
+    return float(thresholds.get("stance_side", thresholds["stance"]))
+
+
 def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Stack]) -> dict:
     out: dict[str, Any] = {}
     if pred.t1:
@@ -216,7 +221,9 @@ def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Sta
     if pred.t4:
         out["T4"] = _t4(pred.t4, thresholds.get("evidence", 0.0))
     if _clusterable(pred) and "cluster" in thresholds:
-        out["T3_clusters"] = t3_clustered(pred, stacks, thresholds["cluster"], thresholds["stance"])
+        out["T3_clusters"] = t3_clustered(
+            pred, stacks, thresholds["cluster"], side_threshold(thresholds)
+        )
     return out
 
 
@@ -272,6 +279,10 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
     if pred.t2:
         labels, probs = [g for g, _ in pred.t2], [p for _, p in pred.t2]
         thr["stance"] = float(max(GRID, key=lambda t: _pairs(labels, probs, t).f1))
+        # T2's F1 of "support" rewards calling everything support; the side a perspective is
+        # shown on (and clustered within) should be right as often as possible instead.
+        y, q = np.array(labels, dtype=bool), np.array(probs)
+        thr["stance_side"] = float(max(GRID, key=lambda t: float(((q >= t) == y).mean())))
     if pred.t3:
         labels = [g for g, _ in pred.t3]
         if "cosine" in pred.t3[0][1]:
@@ -287,7 +298,7 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
         thr["cluster"] = float(
             max(
                 np.round(np.arange(0.02, 0.6, 0.01), 3),
-                key=lambda t: t3_clustered(pred, stacks, t, thr["stance"]).f1,
+                key=lambda t: t3_clustered(pred, stacks, t, side_threshold(thr)).f1,
             )
         )
     if pred.t4:
