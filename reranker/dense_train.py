@@ -17,10 +17,8 @@ them see the cosines of unseen claims, as at dev/test time.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -103,15 +101,8 @@ def train_dense(
     log=print,
 ) -> dict[str, Any]:
     import torch
-    from datasets import Dataset
-    from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-        losses,
-    )
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, losses
     from sentence_transformers.training_args import BatchSamplers
-    from transformers import TrainerCallback
     from transformers.utils import logging as hf_logging
 
     from perspect.perspectrum import (
@@ -119,6 +110,13 @@ def train_dense(
         load_evidence,
         load_perspectives,
         pool_searcher,
+    )
+    from reranker.st_training import (
+        budget_callback,
+        save_model,
+        training_args,
+        training_record,
+        triple_datasets,
     )
     from reranker.train import tune_claims_of
     from retriever.dense import PACKAGED, resolve_model
@@ -145,56 +143,26 @@ def train_dense(
 
         model = SentenceTransformer(resolve_model(base or PACKAGED), device="cpu")
         model.max_seq_length = prof.max_length
-        datasets = {
-            name: Dataset.from_dict(
-                {
-                    "anchor": [a for a, _, _ in r],
-                    "positive": [b for _, b, _ in r],
-                    "negative": [n for _, _, n in r],
-                }
-            )
-            for name, r in rows.items()
-            if r
-        }
-        budget = prof.max_minutes * 60
-        t_train = time.perf_counter()
+        datasets = triple_datasets(rows, ("anchor", "positive", "negative"))
         total = prof.epochs * sum(len(d) // prof.batch_size for d in datasets.values())
-
-        class Budget(TrainerCallback):
-            """Stop on the wall-clock budget; report progress to the reporter."""
-
-            def __init__(self, adv):
-                self.adv = adv
-
-            def on_step_end(self, args, state, control, **kw):
-                self.adv(1)
-                if time.perf_counter() - t_train > budget:
-                    control.should_training_stop = True
-                return control
-
-        args = SentenceTransformerTrainingArguments(
-            output_dir=str(Path(tmp) / "run"),
+        args = training_args(
+            tmp,
             num_train_epochs=prof.epochs,
             per_device_train_batch_size=prof.batch_size,
             learning_rate=prof.lr,
             warmup_steps=0.1,
             # one claim (or text) at most once per batch: its other gold items are no negatives
             batch_sampler=BatchSamplers.NO_DUPLICATES,
-            save_strategy="no",
-            report_to="none",
-            logging_steps=50,
-            use_cpu=True,
-            dataloader_num_workers=0,
             seed=prof.seed,
-            disable_tqdm=True,
         )
         with reporter.stage("training the dense encoder", total=total) as adv:
+            t_train = time.perf_counter()
             trainer = SentenceTransformerTrainer(
                 model=model,
                 args=args,
                 train_dataset=datasets,
                 loss=losses.MultipleNegativesRankingLoss(model),
-                callbacks=[Budget(adv)],
+                callbacks=[budget_callback(prof.max_minutes * 60, adv)],
             )
             result = trainer.train()
         manifest = {
@@ -204,19 +172,8 @@ def train_dense(
             "data": data_fingerprints(data_dir),
             "held_out_tune_claims": len(tune),
             "triples": {k: len(v) for k, v in rows.items()},
-            "training": {
-                "steps": trainer.state.global_step,
-                "planned_steps": total,
-                "train_seconds": round(time.perf_counter() - t_train, 1),
-                "final_loss": round(float(result.training_loss), 4),
-            },
+            "training": training_record(trainer, result, total, time.perf_counter() - t_train),
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-        model.save(str(staging))
-        manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
-        (staging / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        save_model(model, out, manifest, t_start)
     return manifest

@@ -1,0 +1,80 @@
+"""What the sentence-transformers trainers of Perspect share (dense and ColBERT encoders).
+
+Why a module: both run a SentenceTransformerTrainer under a wall-clock budget on this CPU and
+save a model folder with `perspect_manifest.json` so that a crash mid-save never leaves a
+half-written model where the index builder would load it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def budget_callback(budget_seconds: float, advance: Callable[[int], Any]):
+    """A TrainerCallback that stops training after `budget_seconds` and reports each step."""
+    from transformers import TrainerCallback
+
+    started = time.perf_counter()
+
+    class Budget(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            advance(1)
+            if time.perf_counter() - started > budget_seconds:
+                control.should_training_stop = True
+            return control
+
+    return Budget()
+
+
+def triple_datasets(rows: dict[str, list[tuple[str, str, str]]], columns: tuple[str, str, str]):
+    """One `datasets.Dataset` per non-empty kind of (anchor, positive, negative) rows."""
+    from datasets import Dataset
+
+    return {
+        name: Dataset.from_dict({col: [r[i] for r in rs] for i, col in enumerate(columns)})
+        for name, rs in rows.items()
+        if rs
+    }
+
+
+def training_args(tmp: str | Path, **kw):
+    """CPU trainer arguments with no checkpoints, no reporting and no tqdm (we report ourselves)."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    return SentenceTransformerTrainingArguments(
+        output_dir=str(Path(tmp) / "run"),
+        save_strategy="no",
+        report_to="none",
+        logging_steps=50,
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **kw,
+    )
+
+
+def training_record(trainer, result, planned_steps: int, train_seconds: float) -> dict[str, Any]:
+    return {
+        "steps": trainer.state.global_step,
+        "planned_steps": planned_steps,
+        "train_seconds": round(train_seconds, 1),
+        "final_loss": round(float(result.training_loss), 4),
+    }
+
+
+def save_model(model, out: str | Path, manifest: dict[str, Any], t_start: float) -> None:
+    """Save into a staging folder beside `out`, then swap it in: `out` is whole or absent."""
+    out = Path(out)
+    staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    model.save(str(staging))
+    manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
+    (staging / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
+    if out.exists():
+        shutil.rmtree(out)
+    staging.rename(out)
