@@ -253,49 +253,57 @@ def cmd_search(args: argparse.Namespace) -> int:
 DEFAULT_DATA = Path("data") / "perspectrum"
 
 
+def _colbert_out() -> Path:
+    from retriever.colbert import default_model
+
+    return default_model()
+
+
+def _dense_out() -> Path:
+    from retriever.dense import PROJECT_ROOT
+
+    return PROJECT_ROOT / "models" / "dense"
+
+
+# --task -> (module, function, default output folder, what it trains): the encoders trained with
+# sentence-transformers, each saved to its own folder beside the pair model.
+ENCODER_TRAINERS = {
+    "colbert": ("reranker.colbert_train", "train_colbert", _colbert_out, "ColBERT"),
+    "dense": ("reranker.dense_train", "train_dense", _dense_out, "the dense encoder"),
+}
+
+
+def _train_encoder(args: argparse.Namespace) -> int:
+    import importlib
+
+    from perspect.progress import RichReporter
+
+    module, fn, default_out, what = ENCODER_TRAINERS[args.task]
+    trainer = getattr(importlib.import_module(module), fn)
+    out = Path(args.out) if args.out else default_out()
+    with RichReporter(quiet=args.quiet) as rep:
+        m = trainer(
+            args.data,
+            out,
+            base=args.base,
+            profile=args.profile,
+            reporter=rep,
+            log=lambda msg: _console(stderr=True).print(msg),
+        )
+    _console().print(
+        f"[green]✓[/] trained {what} in {m['total_seconds']:.0f} s "
+        f"({m['training']['steps']} steps) → {out}"
+    )
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from perspect.progress import RichReporter
     from reranker.model import TASKS
     from reranker.train import train
 
-    if args.task == "colbert":
-        from reranker.colbert_train import train_colbert
-        from retriever.colbert import default_model
-
-        out = Path(args.out) if args.out else default_model()
-        with RichReporter(quiet=args.quiet) as rep:
-            m = train_colbert(
-                args.data,
-                out,
-                base=args.base,
-                profile=args.profile,
-                reporter=rep,
-                log=lambda msg: _console(stderr=True).print(msg),
-            )
-        _console().print(
-            f"[green]✓[/] trained ColBERT in {m['total_seconds']:.0f} s "
-            f"({m['training']['steps']} steps) → {out}"
-        )
-        return 0
-    if args.task == "dense":
-        from reranker.dense_train import train_dense
-        from retriever.dense import PROJECT_ROOT
-
-        out = Path(args.out) if args.out else PROJECT_ROOT / "models" / "dense"
-        with RichReporter(quiet=args.quiet) as rep:
-            m = train_dense(
-                args.data,
-                out,
-                base=args.base,
-                profile=args.profile,
-                reporter=rep,
-                log=lambda msg: _console(stderr=True).print(msg),
-            )
-        _console().print(
-            f"[green]✓[/] trained the dense encoder in {m['total_seconds']:.0f} s "
-            f"({m['training']['steps']} steps) → {out}"
-        )
-        return 0
+    if args.task in ENCODER_TRAINERS:
+        return _train_encoder(args)
     if args.out is None:
         from perspect.config import default_pair_model
 

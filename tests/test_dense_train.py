@@ -89,3 +89,22 @@ def test_rebuild_adds_a_retriever_the_index_lacks(tiny_perspectrum, tmp_path):
     assert s2.search("nuclear waste", "perspectives", 1, retriever="dense").hits
     with pytest.raises(Exception, match="unknown"):
         Indexer("p", home=tmp_path).rebuild("nope")
+
+
+@pytest.mark.parametrize("task", ["dense", "colbert"])
+def test_cli_trains_an_encoder_into_out(task, tiny_base, tiny_perspectrum, tmp_path):
+    import subprocess
+
+    from .conftest import perspect_cmd
+
+    out = tmp_path / task
+    flags = ["--data", str(tiny_perspectrum), "--base", str(tiny_base), "--out", str(out)]
+    r = subprocess.run(
+        [*perspect_cmd(), "train", "--task", task, "--profile", "quick", "-q", *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"→ {out}" in " ".join(r.stdout.split())
+    assert json.loads((out / "perspect_manifest.json").read_text())["training"]["steps"] > 0
