@@ -271,8 +271,7 @@ class Engine:
         phrasing represents its cluster."""
         if not members:
             return []
-        thr = self.model.manifest["thresholds"]
-        cut = float(thr.get("stance_side", thr["stance"]))  # see perspectrum_eval.side_threshold
+        cut = side_threshold(self.model.manifest["thresholds"])
         side = ["support" if m.support >= cut else "oppose" for m in members]
         probs = self.equivalence(
             claim, [m.id for m in members], [m.text for m in members], [m.support for m in members]
@@ -304,6 +303,13 @@ class Engine:
                 PerspectiveCluster(c.representative, c.members, c.stance, c.strength, score, ev)
             )
         return sorted(out, key=lambda c: -c.score)
+
+
+def side_threshold(thresholds: dict[str, float]) -> float:
+    """P(support) cut that puts a perspective on the support side. It is tuned for accuracy, not
+    T2's F1 of "support", which drifts towards calling everything support; older models lack it
+    and fall back to T2's threshold."""
+    return float(thresholds.get("stance_side", thresholds["stance"]))
 
 
 def complete_link(probs: np.ndarray, side: np.ndarray, cut: float) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.engine import complete_link, equivalence_features, stacks_from
+from perspect.engine import complete_link, equivalence_features, side_threshold, stacks_from
 from perspect.evaluation import PRF, binary_prf, claim_pr, macro
 from perspect.perspectrum import Claim
 from reranker.roles import pair_for
@@ -201,11 +201,6 @@ def thresholds_of(model) -> tuple[dict[str, float], dict[str, Stack]]:
     for task, st in stacks.items():
         thr[task] = st.threshold
     return thr, stacks
-
-
-def side_threshold(thresholds: dict[str, float]) -> float:
-    """P(support) cut that puts a perspective on the support side (older models: T2's)."""
-    return float(thresholds.get("stance_side", thresholds["stance"]))
 
 
 def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Stack]) -> dict:

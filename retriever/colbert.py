@@ -223,11 +223,12 @@ class ColBERTBackend(Backend):
             self._rev = {v: k for k, v in self._ids.items()}
         return self._ids
 
-    # -- writes ----------------------------------------------------------------------------------
+    # -- encoding --------------------------------------------------------------------------------
     def query_length(self, text: str) -> int:
         """Pad a query with [MASK]s to `query_maxlen`, but never cut a longer one (up to
         `query_maxlen_cap`): short claims gain from a short expansion (dev R@15 .565 at 32 tokens,
-        .595 at 16), while claim + perspective queries for evidence need all their tokens."""
+        .595 at 16), while claim + perspective queries for evidence need all their tokens. Counting
+        tokenizes the query once more than PyLate does: 0.1 ms, measured, against ~50 ms a search."""
         lo = int(self.config["query_maxlen"])
         cap = max(lo, int(self.config.get("query_maxlen_cap", lo)))
         n = len(self.model.tokenizer(text, add_special_tokens=True)["input_ids"]) + 1  # + [Q]
