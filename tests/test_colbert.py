@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from indexer.indexer import Indexer, Source
@@ -216,3 +217,8 @@ def test_queries_are_expanded_to_the_minimum_but_never_cut(tiny_colbert, tmp_pat
     # the encoded query has one vector per (expanded) token, so nothing of a long one is dropped
     q_short, q_long = b.encode([short, long], is_query=True)
     assert len(q_short) == 16 and len(q_long) == b.query_length(long)
+    # the lean query path computes exactly what PyLate's own encode does
+    for text in (short, long):
+        b.model.query_length = b.query_length(text)
+        ref = b.model.encode([text], is_query=True, show_progress_bar=False)[0]
+        assert np.allclose(b.encode([text], is_query=True)[0], ref, atol=1e-6)
