@@ -148,4 +148,9 @@ def train_colbert(
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         save_model(model, out, manifest, t_start)
+        from retriever import onnx_query
+        from retriever.colbert import model_fingerprint
+
+        with reporter.stage("exporting the query encoder to ONNX"):
+            onnx_query.session(model, out, model_fingerprint(out))
     return manifest

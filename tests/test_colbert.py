@@ -217,8 +217,30 @@ def test_queries_are_expanded_to_the_minimum_but_never_cut(tiny_colbert, tmp_pat
     # the encoded query has one vector per (expanded) token, so nothing of a long one is dropped
     q_short, q_long = b.encode([short, long], is_query=True)
     assert len(q_short) == 16 and len(q_long) == b.query_length(long)
-    # the lean query path computes exactly what PyLate's own encode does
-    for text in (short, long):
-        b.model.query_length = b.query_length(text)
-        ref = b.model.encode([text], is_query=True, show_progress_bar=False)[0]
-        assert np.allclose(b.encode([text], is_query=True)[0], ref, atol=1e-6)
+    # ONNX Runtime (exported into the model folder at the first query) and the lean PyTorch
+    # path both compute what PyLate's own encode does
+    assert (tiny_colbert / "onnx" / "query.onnx").is_file()
+    for runtime in ("onnx", "torch"):
+        b.config["query_runtime"] = runtime
+        assert (b._onnx_session() is not None) == (runtime == "onnx")
+        for text in (short, long):
+            b.model.query_length = b.query_length(text)
+            ref = b.model.encode([text], is_query=True, show_progress_bar=False)[0]
+            assert np.allclose(b.encode([text], is_query=True)[0], ref, atol=1e-5)
+
+
+def test_queries_fall_back_to_torch_when_the_onnx_export_cannot_be_written(tiny_colbert, tmp_path):
+    from retriever import onnx_query
+    from retriever.colbert import load_colbert
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_colbert, model_dir, ignore=shutil.ignore_patterns("onnx"))
+    (model_dir / "onnx").write_text("a file where the export folder would go")
+    model = load_colbert(model_dir, 16, 32)
+    assert onnx_query.session(model, model_dir, "fp") is None  # logged, not raised
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    Indexer("c", home=tmp_path / "h", config=_config(model_dir)).build(
+        [Source("perspectives", pool)]
+    )
+    p = Perspect.open("c", home=tmp_path / "h")
+    assert p.retrieve(DOCS[8]["text"], k=3, retriever="colbert").hits[0].id == "d8"
