@@ -82,9 +82,14 @@ def predict(
                 v = engine.dense.vectors([str(p) for p in pids])
                 sup = [support.get(p, 0.5) for p in pids] if support else None
                 ij = (np.array([a for a, _ in pp]), np.array([b for _, b in pp]))
-                cos = equivalence_features(v, None, ij)["cosine"]
+                cv = engine.dense.embed_queries([c.text])[0]
+                stems = engine.point_stems(c.text, [perspectives[p] for p in pids])
+                ef = equivalence_features(v, None, ij, cv, stems)
                 feats = [
-                    {"cosine": float(cos[n]), **({"s_a": sup[a], "s_b": sup[b]} if sup else {})}
+                    {
+                        **{k: float(ef[k][n]) for k in ("cosine", "resid", "jacc")},
+                        **({"s_a": sup[a], "s_b": sup[b]} if sup else {}),
+                    }
                     for n, (a, b) in enumerate(pp)
                 ]
             elif pp:
@@ -136,7 +141,9 @@ def equivalence_probs(rows, stacks: dict[str, Stack]) -> np.ndarray:
 def pair_features(rows) -> dict[str, np.ndarray]:
     """The engine's equivalence features from T3 rows (raw stance probabilities are kept in the
     rows so recalibrating the stance head also updates their agreement)."""
-    feats = {"cosine": np.array([f["cosine"] for _, f in rows])}
+    feats = {
+        k: np.array([f[k] for _, f in rows]) for k in ("cosine", "resid", "jacc") if k in rows[0][1]
+    }
     if "s_a" in rows[0][1]:
         a = np.array([f["s_a"] for _, f in rows])
         b = np.array([f["s_b"] for _, f in rows])
@@ -252,6 +259,7 @@ def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict
 
 GRID = np.round(np.arange(0.02, 0.98, 0.01), 3)
 RELEVANCE_FEATURES = ("head", "cosine", "log_rank")
+EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc")  # see engine.equivalence_features
 
 
 def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
@@ -282,7 +290,7 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
         labels = [g for g, _ in pred.t3]
         if "cosine" in pred.t3[0][1]:
             feats = pair_features(pred.t3)
-            names = [n for n in ("cosine", "agree") if n in feats]
+            names = [n for n in EQUIVALENCE_FEATURES if n in feats]
             X = np.column_stack([feats[n] for n in names])
             stacks["equivalence"] = fit_stack(names, X, np.array(labels))
         probs = equivalence_probs(pred.t3, stacks)

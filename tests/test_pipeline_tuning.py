@@ -48,9 +48,7 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     m = recalibrate(model_dir, tiny_perspectrum, retrievers=("bm25", "dense")).manifest
     assert set(m["stacks"]) == {"relevance", "equivalence", "evidence"}
     assert m["stacks"]["relevance"]["features"] == ["head", "cosine", "log_rank"]
-    assert m["stacks"]["equivalence"]["features"] == ["cosine", "agree"]
-    # paraphrases of one perspective are closer than different perspectives: cosine weighs in
-    assert m["stacks"]["equivalence"]["coef"][0] > 0
+    assert m["stacks"]["equivalence"]["features"] == ["cosine", "agree", "resid", "jacc"]
     assert m["tune_metrics"]["T3"]["f1"] > 50
 
     model = PairModel.load(model_dir)
@@ -60,6 +58,10 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     pred = pe.predict(engine, dev, load_perspectives(tiny_perspectrum))
     scores = pe.score(pred, *pe.thresholds_of(model))
     assert set(scores) == {"T1", "T2", "T3", "T4", "T3_clusters"}
+    # on the unseen claim, paraphrases of one perspective score above different perspectives
+    probs = pe.equivalence_probs(pred.t3, pe.thresholds_of(model)[1])
+    same = np.array([g for g, _ in pred.t3])
+    assert probs[same].mean() > probs[~same].mean() + 0.1
     assert 0.0 < m["thresholds"]["cluster"] < 0.6
     # each dev perspective's own paragraph is its best link (unresolvable eId 999 is ignored)
     assert all(g == [c[0][0]] for g, c in pred.t4) and scores["T4"].recall == 1.0
@@ -116,3 +118,20 @@ def test_continue_training_keeps_other_heads_and_their_decisions(
     # decisions for every head are re-fitted on the tune claims, not only the trained one's
     assert {"T1", "T2", "T3", "T4"} <= set(m["tune_metrics"])
     assert {"relevance", "evidence"} <= set(m["stacks"])
+
+
+def test_equivalence_features_condition_on_the_claim():
+    from perspect.engine import equivalence_features
+
+    claim = np.array([1.0, 0.0, 0.0])
+    # a and b share only the claim's direction; a and c also share a point of their own
+    v = np.array([[0.8, 0.6, 0.0], [0.8, 0.0, 0.6], [0.8, 0.55, 0.24]])
+    v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    pairs = (np.array([0, 0]), np.array([1, 2]))
+    stems = [{"pain", "suffer"}, {"economy"}, {"pain", "legal"}]
+    f = equivalence_features(v, [0.9, 0.2, 0.8], pairs, claim, stems)
+    assert f["cosine"][0] > 0.6  # the plain cosine sees the shared topic
+    assert abs(f["resid"][0]) < 1e-6 and f["resid"][1] > 0.9  # the residual sees the point
+    assert np.allclose(f["jacc"], [0.0, 1 / 3])
+    assert np.allclose(f["agree"], [0.9 * 0.2 + 0.1 * 0.8, 0.9 * 0.8 + 0.1 * 0.2])
+    assert set(equivalence_features(v, None, pairs)) == {"cosine"}  # older stacks: same input
