@@ -258,7 +258,7 @@ def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict
 
 
 GRID = np.round(np.arange(0.02, 0.98, 0.01), 3)
-RELEVANCE_FEATURES = ("head", "cosine", "log_rank")
+RELEVANCE_FEATURES = ("head", "cosine", "log_rank", "rrf")  # see engine.relevance_features
 EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc")  # see engine.equivalence_features
 
 

@@ -47,7 +47,7 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     assert len(tune_claims_of(tiny_perspectrum)[0]) == 1
     m = recalibrate(model_dir, tiny_perspectrum, retrievers=("bm25", "dense")).manifest
     assert set(m["stacks"]) == {"relevance", "equivalence", "evidence"}
-    assert m["stacks"]["relevance"]["features"] == ["head", "cosine", "log_rank"]
+    assert m["stacks"]["relevance"]["features"] == ["head", "cosine", "log_rank", "rrf"]
     assert m["stacks"]["equivalence"]["features"] == ["cosine", "agree", "resid", "jacc"]
     assert m["tune_metrics"]["T3"]["f1"] > 50
 
