@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from perspect.engine import complete_link, equivalence_features, side_threshold, stacks_from
+from perspect.engine import (
+    backed_links,
+    complete_link,
+    equivalence_features,
+    evidence_rule,
+    side_threshold,
+    stacks_from,
+)
 from perspect.evaluation import PRF, binary_prf, claim_pr, macro
 from perspect.perspectrum import Claim
 from reranker.roles import pair_for
@@ -181,10 +188,14 @@ def _t1(rows, thr: float, stacks: dict[str, Stack]) -> PRF:
     )
 
 
-def _t4(rows, min_cos: float) -> PRF:
-    """The engine returns a cluster's best link as its evidence when the cosine clears the cut."""
+def _t4(rows, cut: float, delta: float = 0.0, k: int = 1) -> PRF:
+    """The evidence the engine marks as backing a cluster (engine.backed_links) against the
+    resolvable gold paragraphs."""
     return macro(
-        claim_pr([c[0][0]] if c and c[0][1] >= min_cos else [], [[x] for x in g]) for g, c in rows
+        claim_pr(
+            [c[r][0] for r in backed_links([x for _, x in c], cut, delta, k)], [[x] for x in g]
+        )
+        for g, c in rows
     )
 
 
@@ -221,7 +232,7 @@ def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Sta
             [g for g, _ in pred.t3], equivalence_probs(pred.t3, stacks), thresholds["equivalence"]
         )
     if pred.t4:
-        out["T4"] = _t4(pred.t4, thresholds.get("evidence", 0.0))
+        out["T4"] = _t4(pred.t4, *evidence_rule(thresholds, stacks))
     if _clusterable(pred) and "cluster" in thresholds:
         out["T3_clusters"] = t3_clustered(
             pred, stacks, thresholds["cluster"], side_threshold(thresholds)
@@ -305,7 +316,13 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
             )
         )
     if pred.t4:
-        cuts = np.round(np.arange(0.0, 0.9, 0.01), 3)
-        thr["evidence"] = float(max(cuts, key=lambda t: _t4(pred.t4, t).f1))
-        stacks["evidence"] = Stack((), (), 0.0, thr["evidence"])
+        rules = [
+            (float(c), d, k)
+            for c in np.round(np.arange(0.0, 0.9, 0.02), 3)
+            for d in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
+            for k in (1, 2, 3)
+        ]
+        cut, delta, k = max(rules, key=lambda r: (_t4(pred.t4, *r).f1, -r[2], -r[1]))
+        thr.update(evidence=cut, evidence_delta=delta, evidence_k=k)
+        stacks["evidence"] = Stack((), (), 0.0, cut)
     return thr, stacks

@@ -39,6 +39,20 @@ def test_t4_returns_the_best_link_over_the_cut():
     assert pe.tune(pe.Predictions(t4=rows))[0]["evidence"] <= 0.2
 
 
+def test_evidence_backs_links_close_to_the_top_one():
+    from perspect.engine import backed_links
+
+    assert backed_links([0.7, 0.66, 0.5], 0.4, 0.05, 3) == [0, 1]
+    assert backed_links([0.7, 0.66, 0.5], 0.4, 0.0, 3) == [0]
+    assert backed_links([0.7, 0.69, 0.69], 0.4, 0.05, 2) == [0, 1]
+    assert backed_links([0.3, 0.29], 0.4, 0.05, 2) == [] and backed_links([], 0, 0, 1) == []
+    # two gold paragraphs each: the second close link doubles recall, so tuning takes it
+    rows = [([1, 2], [(1, 0.8), (2, 0.78), (9, 0.5)]), ([3, 4], [(3, 0.6), (4, 0.59)])]
+    assert pe._t4(rows, 0.0).recall == 0.5 and pe._t4(rows, 0.0, 0.05, 2).recall == 1.0
+    thr, _ = pe.tune(pe.Predictions(t4=rows))
+    assert thr["evidence_k"] >= 2 and thr["evidence_delta"] >= 0.02
+
+
 def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     tiny_perspectrum, tiny_pair_model, tmp_path
 ):
