@@ -3,14 +3,17 @@
 1. Hybrid retrieval (BM25 + dense + ColBERT, RRF) of candidate perspectives; the claim is encoded
    once for the dense retriever and its vector reused below.
 2. Relevance and stance from *one* forward pass of the shared cross-encoder; relevance is stacked
-   with the bi-encoder cosine and the fused rank when the model's manifest has that stack.
-3. Equivalence: the packaged bi-encoder's cosine between *stored* perspective vectors (no forward
-   pass), calibrated on held-out train claims; same-side members are merged by complete-link
-   agglomeration and the most relevant phrasing represents. Measured on dev it beats the trained
-   claim-conditioned head (T3 F1 50.6 vs 35.1), which remains the fallback for indexes without
-   dense vectors.
+   with the bi-encoder cosine, the fused rank and the fused RRF score when the model's manifest
+   has that stack.
+3. Equivalence: a stack over *stored* perspective vectors (no forward pass): their cosine, their
+   cosine with the claim's direction removed, stance agreement and the overlap of the words each
+   adds to the claim (`equivalence_features`), calibrated on held-out train claims; same-side
+   members are merged by complete-link agglomeration and the most relevant phrasing represents.
+   Measured on dev it beats the trained claim-conditioned head (T3 F1 62.7 vs 35.1), which remains
+   the fallback for indexes without dense vectors.
 4. Evidence: a lookup of the perspective -> evidence links precomputed at index time
-   (indexer.links); nothing is retrieved or scored at query time.
+   (indexer.links); nothing is retrieved or scored at query time. Links close to the best one
+   are marked as backing it (`backed_links`).
 5. Ordering for diversity: sides interleaved, strongest and best-substantiated first; coverage
    summary with a warning when one side is thin or empty.
 Progress goes to a callback (the TUI's worker) and a `threading.Event` cancels between stages.

@@ -62,9 +62,11 @@ def run_eval(args: argparse.Namespace) -> int:
             "stacks": {k: v.to_json() for k, v in stacks.items()},
             "retrieval": {
                 "perspectives": retrieval,
-                "evidence": "links precomputed at index time (indexer.links), best link",
+                "evidence": "links precomputed at index time (indexer.links), backed links",
             },
-            "equivalence": "bi-encoder cosine" if pred.t3 and "cosine" in pred.t3[0][1] else "head",
+            "equivalence": "stack over stored bi-encoder vectors"
+            if pred.t3 and "cosine" in pred.t3[0][1]
+            else "head",
             "evidence_scope": "clusters with at least one eId resolvable in the evidence pool",
             "seconds": round(time.perf_counter() - t0, 1),
         },

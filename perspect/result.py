@@ -16,7 +16,9 @@ class EvidenceItem(FrozenMetadata):
     id: str
     text: str
     score: float  # bi-encoder cosine between the paragraph and the representative
-    verdict: str  # "supports": the cluster's best link, over the tuned cut; else "related"
+    verdict: (
+        str  # "supports": a link close to the cluster's best, over the tuned cut; else "related"
+    )
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
