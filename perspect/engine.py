@@ -62,7 +62,7 @@ class Engine:
     def __init__(self, searcher: Searcher, model: PairModel, config: EngineConfig | None = None):
         self.searcher = searcher
         self.config = config or EngineConfig()
-        self.model = model.quantized() if self.config.quantize else model
+        self.model = model.quantized() if self.config.quantize else model.for_inference()
         self.stacks = stacks_from(model.manifest)
         self._bm25 = None
 

@@ -80,13 +80,37 @@ class MultiHeadCrossEncoder(nn.Module):
         return {t: self.heads[t](h).squeeze(-1) for t in tasks}
 
 
+class AllHeads(nn.Module):
+    """Every head's logit from one forward pass, (batch, tasks): the graph exported to ONNX."""
+
+    def __init__(self, net: MultiHeadCrossEncoder, tasks: Sequence[str]):
+        super().__init__()
+        self.net, self.tasks = net, list(tasks)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask}
+        h = self.net.pooled({**batch, "token_type_ids": token_type_ids})
+        return torch.stack([self.net.heads[t](h).squeeze(-1) for t in self.tasks], -1)
+
+
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
 class PairModel:
     """Tokenizer + multi-head cross-encoder + the calibration and thresholds saved beside it."""
 
-    def __init__(self, tokenizer, net: MultiHeadCrossEncoder, manifest: dict[str, Any]):
+    def __init__(
+        self,
+        tokenizer,
+        net: MultiHeadCrossEncoder,
+        manifest: dict[str, Any],
+        source: Path | None = None,
+    ):
         self.tokenizer = tokenizer
         self.net = net
         self.manifest = manifest
+        self.source = source  # the folder it was loaded from: where its ONNX graph lives
+        self._onnx = None
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -134,7 +158,44 @@ class PairModel:
         net = MultiHeadCrossEncoder(enc, manifest["tasks"])
         net.heads.load_state_dict(torch.load(folder / "heads.pt", weights_only=True))
         net.eval()
-        return cls(tok, net, manifest)
+        return cls(tok, net, manifest, folder)
+
+    def for_inference(self) -> PairModel:
+        """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
+        exported into `<folder>/onnx/` at the first call. Measured on this CPU for 30
+        (claim, perspective) pairs: see bench/models.py. A model whose weights differ from its
+        folder's (being trained) stays on PyTorch."""
+        if self.source is None or not self._same_as_saved():
+            return self
+        from perspect import onnxrt
+
+        fp = onnxrt.files_fingerprint(self.source, ("encoder/*.safetensors", "heads.pt"))
+        tasks = tuple(self.manifest["tasks"])
+
+        def make(path: Path) -> None:
+            ex = self.encode([("a claim", "a perspective on it")] * 2, tasks[0])
+            onnxrt.export(
+                AllHeads(self.net, tasks),
+                {n: ex[n] for n in ONNX_INPUTS},
+                path,
+                {0: "batch", 1: "length"},
+                ("logits",),
+            )
+
+        sess = onnxrt.session(self.source, "pair", fp, make)
+        if sess is None:
+            return self
+        fast = PairModel(self.tokenizer, self.net, self.manifest, self.source)
+        fast._onnx = (sess, tasks)
+        return fast
+
+    def _same_as_saved(self) -> bool:
+        heads = self.source / "heads.pt"
+        if not heads.is_file():
+            return False
+        saved = torch.load(heads, weights_only=True)
+        now = self.net.heads.state_dict()
+        return saved.keys() == now.keys() and all(torch.equal(saved[k], now[k]) for k in now)
 
     def quantized(self) -> PairModel:
         """Int8 dynamic quantization of the linear layers for CPU inference (weights stay on
@@ -152,6 +213,10 @@ class PairModel:
         torch.save(self.net.heads.state_dict(), tmp / "heads.pt")
         self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=2))
+        if (folder / "onnx").is_dir():  # still valid if the weights are the same (content stamp)
+            import shutil
+
+            shutil.copytree(folder / "onnx", tmp / "onnx")
         if folder.exists():
             old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
             folder.rename(old)
@@ -187,6 +252,14 @@ class PairModel:
         for s in range(0, len(order), batch_size):
             idx = order[s : s + batch_size]
             batch = self.encode([pairs[i] for i in idx], tasks[0])
+            if self._onnx is not None:
+                from perspect import onnxrt
+
+                sess, names = self._onnx
+                lg = onnxrt.run(sess, batch, ONNX_INPUTS)
+                for t in tasks:
+                    out[t][idx] = lg[:, names.index(t)]
+                continue
             res = self.net(batch, tasks)
             for t in tasks:
                 out[t][idx] = res[t].float().numpy()

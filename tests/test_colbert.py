@@ -219,7 +219,7 @@ def test_queries_are_expanded_to_the_minimum_but_never_cut(tiny_colbert, tmp_pat
     assert len(q_short) == 16 and len(q_long) == b.query_length(long)
     # ONNX Runtime (exported into the model folder at the first query) and the lean PyTorch
     # path both compute what PyLate's own encode does
-    assert (tiny_colbert / "onnx" / "query.onnx").is_file()
+    assert (tiny_colbert / "onnx" / "colbert-query.onnx").is_file()
     for runtime in ("onnx", "torch"):
         b.config["query_runtime"] = runtime
         assert (b._onnx_session() is not None) == (runtime == "onnx")

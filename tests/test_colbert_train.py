@@ -49,7 +49,7 @@ def test_colbert_training_saves_a_loadable_model_with_a_manifest(
     assert saved == manifest and saved["format"] == "perspect.colbert/1"
     assert saved["training"]["steps"] > 0 and saved["triples"]["perspectives"] > 0
     assert not list(tmp_path.glob(".colbert.tmp-*")), "staging folder left behind"
-    assert (out / "onnx" / "query.onnx").is_file(), "the query graph ships with the model"
+    assert (out / "onnx" / "colbert-query.onnx").is_file(), "the query graph ships with the model"
     after = models.ColBERT(model_name_or_path=str(out), device="cpu")
     m0, m1 = _margin(before, tiny_perspectrum), _margin(after, tiny_perspectrum)
     assert m1 > m0 + 0.02

@@ -108,3 +108,26 @@ def test_length_bucketing_covers_everything_and_groups_lengths():
     assert sorted(len(e.a) for b in batches for e in b) == list(range(1, 201))
     spread = max(max(len(e.a) for e in b) - min(len(e.a) for e in b) for b in batches)
     assert spread <= 10
+
+
+def test_onnx_runtime_scores_like_torch_and_never_serves_stale_weights(tiny_pair_model, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_pair_model, folder, ignore=shutil.ignore_patterns("onnx"))
+    model = PairModel.load(folder)
+    pairs = [pair_for("relevance", "a claim about zoos", f"perspective number {i}") for i in range(5)]
+    pairs.append(pair_for("relevance", "short", "one"))  # a batch of one, other length
+    ref = model.predict(pairs, ["relevance", "stance"])
+    fast = model.for_inference()
+    assert fast._onnx is not None and (folder / "onnx" / "pair.onnx").is_file()
+    got = fast.predict(pairs, ["relevance", "stance"], batch_size=5)
+    for t in ("relevance", "stance"):
+        assert np.allclose(got[t], ref[t], atol=1e-5)
+    # a save that keeps the weights keeps the graph (content stamp): no second export
+    built = (folder / "onnx" / "pair.onnx").stat().st_mtime_ns
+    model.save(folder)
+    assert PairModel.load(folder).for_inference()._onnx is not None
+    assert (folder / "onnx" / "pair.onnx").stat().st_mtime_ns == built
+    # weights changed in memory (training) differ from the folder's: PyTorch, not the old graph
+    with torch.no_grad():
+        model.net.heads["relevance"].bias.add_(1.0)
+    assert model.for_inference() is model
