@@ -4,7 +4,9 @@
 
 Pairs are real PERSPECTRUM dev inputs built with `reranker.roles.pair_for`, so token lengths are
 the ones the engine sees. "relevance+stance" is one forward pass feeding both heads; the naive row
-runs the two heads as two passes, the cost a two-model design would pay.
+runs the two heads as two passes, the cost a two-model design would pay. Each row is measured in
+PyTorch and on ONNX Runtime (`PairModel.for_inference`, what the engine uses), in the same run,
+and with int8 dynamic quantization (PyTorch), the earlier alternative.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def main() -> int:
         print(f"skip: no PERSPECTRUM data in {data}")
         return 0
     model = PairModel.load(args.model)
+    runtimes = {"pytorch": model, "onnxruntime": model.for_inference(), "int8": model.quantized()}
+    if runtimes["onnxruntime"] is model:
+        del runtimes["onnxruntime"]  # onnxruntime missing or the export failed (logged)
     P, E = load_perspectives(data), load_evidence(data)
     dev = load_claims(data, "dev")
     rs = [pair_for("relevance", c.text, P[p]) for c in dev for p in sorted(c.pids)][: args.n]
@@ -58,8 +63,10 @@ def main() -> int:
         if e in E
     ][: args.n // 2]
     tok = model.tokenizer
-    print("| head(s) | max len | mean tokens | pairs/s |")
-    print("|---|---|---|---|")
+    print(
+        "| head(s) | max len | mean tokens | " + " | ".join(f"{r} pairs/s" for r in runtimes) + " |"
+    )
+    print("|---|---|---|" + "---|" * len(runtimes))
     for name, pairs, tasks, passes in (
         ("relevance+stance (one pass)", rs, ["relevance", "stance"], 1),
         ("relevance, stance (naive: two passes)", rs, ["relevance", "stance"], 2),
@@ -68,11 +75,14 @@ def main() -> int:
     ):
         ml = model.manifest["max_length"][tasks[0]]
         lens = [min(ml, len(tok(a, b)["input_ids"])) for a, b in pairs]
-        if passes == 1:
-            r = rate(model, pairs, tasks)
-        else:  # one pass per head: the time per pair adds up
-            r = 1 / sum(1 / rate(model, pairs, [t]) for t in tasks)
-        print(f"| {name} | {ml} | {sum(lens) / len(lens):.0f} | {r:,.0f} |")
+        cells = []
+        for m in runtimes.values():
+            if passes == 1:
+                r = rate(m, pairs, tasks)
+            else:  # one pass per head: the time per pair adds up
+                r = 1 / sum(1 / rate(m, pairs, [t]) for t in tasks)
+            cells.append(f"{r:,.0f}")
+        print(f"| {name} | {ml} | {sum(lens) / len(lens):.0f} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -114,7 +114,9 @@ def test_onnx_runtime_scores_like_torch_and_never_serves_stale_weights(tiny_pair
     folder = tmp_path / "model"
     shutil.copytree(tiny_pair_model, folder, ignore=shutil.ignore_patterns("onnx"))
     model = PairModel.load(folder)
-    pairs = [pair_for("relevance", "a claim about zoos", f"perspective number {i}") for i in range(5)]
+    pairs = [
+        pair_for("relevance", "a claim about zoos", f"perspective number {i}") for i in range(5)
+    ]
     pairs.append(pair_for("relevance", "short", "one"))  # a batch of one, other length
     ref = model.predict(pairs, ["relevance", "stance"])
     fast = model.for_inference()
