@@ -3,8 +3,8 @@
     python bench/latency.py [--index default] [--home indexes] [--model models/pair] [--limit N]
 
 Engine: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance from
-one forward pass, equivalence by cosine of stored vectors, evidence from links precomputed at index
-time). Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
+one forward pass on ONNX Runtime, equivalence from stored vectors, evidence from links precomputed
+at index time); the same with the cross-encoder in PyTorch, and int8-quantized in PyTorch. Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
 equivalence head on every pair of kept perspectives, and evidence retrieved and judged by the
 evidence head per kept perspective (2 paragraphs each), no precomputation. Warm (models loaded, one
 warm-up query), one query at a time, this machine's CPUs.
@@ -68,8 +68,12 @@ def main() -> int:
     pq = Perspect.open(
         args.index, home=args.home, model=args.model, config=EngineConfig(quantize=True)
     )
+    pt = Perspect.open(
+        args.index, home=args.home, model=args.model, config=EngineConfig(runtime="torch")
+    )
+    engines = {"engine": p, "engine int8": pq, "engine pytorch": pt}
     eng = p.engine()
-    for q in (p, pq):
+    for q in engines.values():
         q.search(claims[0])
     naive(p, claims[0], eng.config.candidates)
     print(
@@ -79,12 +83,12 @@ def main() -> int:
     print("| pipeline | p50 ms | p95 ms | mean ms | clusters/claim |")
     print("|---|---|---|---|---|")
     stage_times: dict[str, list[float]] = {}
-    for name in ("engine", "engine int8", "naive"):
+    for name in (*engines, "naive"):
         times, sizes = [], []
         for c in claims:
             t0 = time.perf_counter()
-            if name.startswith("engine"):
-                r = (pq if name.endswith("int8") else p).search(c)
+            if name in engines:
+                r = engines[name].search(c)
                 sizes.append(len(r.clusters))
                 for k, v in r.timings_ms.items():
                     stage_times.setdefault(f"{name}: {k}", []).append(v)

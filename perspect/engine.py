@@ -56,13 +56,19 @@ class EngineConfig:
     min_overlap: float = 0.2  # stem Jaccard for an equivalence candidate pair
     thin_side: float = 0.25  # warn when a side has less than this share of clusters
     quantize: bool = False  # int8 dynamic quantization of the cross-encoder (see bench/latency.py)
+    runtime: str = "onnx"  # cross-encoder on ONNX Runtime where it can; "torch" forces PyTorch
 
 
 class Engine:
     def __init__(self, searcher: Searcher, model: PairModel, config: EngineConfig | None = None):
         self.searcher = searcher
         self.config = config or EngineConfig()
-        self.model = model.quantized() if self.config.quantize else model.for_inference()
+        if self.config.quantize:
+            self.model = model.quantized()
+        elif self.config.runtime == "onnx":
+            self.model = model.for_inference()
+        else:
+            self.model = model
         self.stacks = stacks_from(model.manifest)
         self._bm25 = None
 
