@@ -3,8 +3,8 @@
     python bench/latency.py [--index default] [--home indexes] [--model models/pair] [--limit N]
 
 Engine: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance from
-one forward pass on ONNX Runtime, equivalence from stored vectors, evidence from links precomputed
-at index time); the same with the cross-encoder in PyTorch, and int8-quantized in PyTorch. Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
+one forward pass, equivalence from stored vectors, evidence from links precomputed at index time);
+the same with the cross-encoder int8-quantized, and on ONNX Runtime. Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
 equivalence head on every pair of kept perspectives, and evidence retrieved and judged by the
 evidence head per kept perspective (2 paragraphs each), no precomputation. Warm (models loaded, one
 warm-up query), one query at a time, this machine's CPUs.
@@ -68,10 +68,10 @@ def main() -> int:
     pq = Perspect.open(
         args.index, home=args.home, model=args.model, config=EngineConfig(quantize=True)
     )
-    pt = Perspect.open(
-        args.index, home=args.home, model=args.model, config=EngineConfig(runtime="torch")
+    po = Perspect.open(
+        args.index, home=args.home, model=args.model, config=EngineConfig(runtime="onnx")
     )
-    engines = {"engine": p, "engine int8": pq, "engine pytorch": pt}
+    engines = {"engine": p, "engine int8": pq, "engine onnxruntime": po}
     eng = p.engine()
     for q in engines.values():
         q.search(claims[0])

@@ -313,7 +313,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         with RichReporter(quiet=args.quiet) as rep:
             model = recalibrate(args.out, args.data, args.index, args.home, rep)
-        _prepare_inference(args)
         _console().print(
             f"[green]✓[/] recalibrated {args.out}: tune-claim metrics "
             f"{json.dumps({k: v.get('f1') for k, v in model.manifest['tune_metrics'].items()})}"
@@ -346,17 +345,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     _console().print(f"  thresholds: {m['thresholds']}")
     if "dev_metrics" in m:
         _console().print(f"  dev: {json.dumps(m['dev_metrics'])}")
-    _prepare_inference(args)
     return 0
-
-
-def _prepare_inference(args: argparse.Namespace) -> None:
-    """Export the saved model's ONNX graph now rather than at a user's first search."""
-    from perspect.progress import RichReporter
-    from reranker.model import PairModel
-
-    with RichReporter(quiet=args.quiet) as rep, rep.stage("exporting the model to ONNX"):
-        PairModel.load(args.out).for_inference()
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -56,7 +56,10 @@ class EngineConfig:
     min_overlap: float = 0.2  # stem Jaccard for an equivalence candidate pair
     thin_side: float = 0.25  # warn when a side has less than this share of clusters
     quantize: bool = False  # int8 dynamic quantization of the cross-encoder (see bench/latency.py)
-    runtime: str = "onnx"  # cross-encoder on ONNX Runtime where it can; "torch" forces PyTorch
+    # The cross-encoder's runtime. ONNX Runtime lost here on batches of pairs (bench/models.py:
+    # relevance+stance 90 vs 97 pairs/s, evidence 12 vs 16; engine p50 530 vs 424 ms), unlike
+    # on single short ColBERT queries, so PyTorch is the default; "onnx" opts in.
+    runtime: str = "torch"
 
 
 class Engine:

@@ -162,9 +162,9 @@ class PairModel:
 
     def for_inference(self) -> PairModel:
         """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
-        exported into `<folder>/onnx/` at the first call. Measured on this CPU for 30
-        (claim, perspective) pairs: see bench/models.py. A model whose weights differ from its
-        folder's (being trained) stays on PyTorch."""
+        exported into `<folder>/onnx/` at the first call. Opt-in (EngineConfig.runtime="onnx"):
+        on this CPU it was not faster than PyTorch for batches of pairs (bench/models.py). A model
+        whose weights differ from its folder's (being trained) stays on PyTorch."""
         if self.source is None or not self._same_as_saved():
             return self
         from perspect import onnxrt
