@@ -65,6 +65,7 @@ def predict(
     cosine = engine.dense is not None
     for c in claims:
         gold = [list(cl.pids) for cl in c.clusters]
+        qv = None
         if "relevance" in tasks:
             hits, qv = engine.candidates(c.text, k_persp)
             head = engine.judge(c.text, hits, qv)["head"]
@@ -89,7 +90,7 @@ def predict(
                 v = engine.dense.vectors([str(p) for p in pids])
                 sup = [support.get(p, 0.5) for p in pids] if support else None
                 ij = (np.array([a for a, _ in pp]), np.array([b for _, b in pp]))
-                cv = engine.dense.embed_queries([c.text])[0]
+                cv = qv if qv is not None else engine.dense.embed_queries([c.text])[0]
                 stems = engine.point_stems(c.text, [perspectives[p] for p in pids])
                 ef = equivalence_features(v, None, ij, cv, stems)
                 feats = [
