@@ -30,8 +30,11 @@ from retriever.base import Backend, ProgressFn, register
 VECTORS = "vectors.faiss"
 IDS = "ids.json"
 PACKAGED = "all-MiniLM-L6-v2"
-DEFAULT_CONFIG: dict[str, Any] = {"max_length": 256, "batch_size": 64}
+# query_runtime "onnx": short query batches on ONNX Runtime (retriever/onnx_query.py); "torch"
+DEFAULT_CONFIG: dict[str, Any] = {"max_length": 256, "batch_size": 64, "query_runtime": "onnx"}
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+ONNX_BATCH = 8  # at most this many texts go through ONNX Runtime; bigger batches amortise PyTorch
+WEIGHTS = ("*.safetensors", "*.bin", "*.json", "*/*.json")  # what an exported graph depends on
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
@@ -45,6 +48,12 @@ def default_model() -> str:
         return env
     trained = PROJECT_ROOT / "models" / "dense"
     return str(trained) if (trained / "perspect_manifest.json").is_file() else PACKAGED
+
+
+def onnx_cache() -> Path:
+    """Where graphs of models Perspect does not own are exported: `$PERSPECT_ONNX_CACHE`, else
+    the project's `.cache/onnx/` (git-ignored)."""
+    return Path(os.environ.get("PERSPECT_ONNX_CACHE") or PROJECT_ROOT / ".cache" / "onnx")
 
 
 def resolve_model(name: str) -> str:
@@ -111,6 +120,7 @@ class DenseBackend(Backend):
         self._index = None
         self._ids: list[str | None] | None = None
         self._pos: dict[str, int] | None = None
+        self._session: Any = False  # not looked up yet
 
     @classmethod
     def create(cls, folder: Path, config: dict[str, Any]) -> DenseBackend:
@@ -155,6 +165,7 @@ class DenseBackend(Backend):
         vecs = encode(
             self.model, [it.text for it in items], int(self.config["batch_size"]), progress
         )
+        self._query_session()  # export the query graph now, not at a user's first search
         start = len(self._ids)
         self._ids.extend(it.id for it in items)
         for n, it in enumerate(items):
@@ -177,7 +188,36 @@ class DenseBackend(Backend):
 
     # -- reads -----------------------------------------------------------------------------------
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return encode(self.model, texts, int(self.config["batch_size"]))
+        """Query vectors: a few texts on ONNX Runtime where it can (dense p50 37 -> see
+        bench/retrieval.py), else, and for big batches, sentence-transformers in PyTorch."""
+        sess = self._query_session() if 0 < len(texts) <= ONNX_BATCH else None
+        if sess is None:
+            return encode(self.model, texts, int(self.config["batch_size"]))
+        from retriever import onnx_query
+
+        features = self.model.tokenize(list(texts))
+        return onnx_query.encode_sentences(sess, features)
+
+    def _query_session(self):
+        """The ONNX Runtime session of this backend's encoder, or None (PyTorch). A Perspect-
+        trained model keeps its graph in its own folder, like the ColBERT model; other local
+        models (the packaged MiniLM in site-packages) in the project's `.cache/onnx/`; hub ids
+        stay on PyTorch."""
+        if self._session is not False:
+            return self._session
+        self._session = None
+        path = Path(resolve_model(self.config["model"]))
+        if self.config.get("query_runtime", "onnx") == "onnx" and path.is_dir():
+            from perspect import onnxrt
+            from retriever import onnx_query
+
+            fp = onnxrt.files_fingerprint(path, WEIGHTS)
+            folder = path
+            if not (path / "perspect_manifest.json").is_file():
+                folder = onnx_cache() / f"{path.name}-{fp}"
+                folder.mkdir(parents=True, exist_ok=True)
+            self._session = onnx_query.sentence_session(self.model, folder, fp)
+        return self._session
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """Stored embeddings of `ids` (zeros for unknown ids): no encoding at query time."""

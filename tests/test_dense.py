@@ -41,6 +41,41 @@ def test_vectors_are_stored_not_recomputed(dense_home):
     assert np.allclose(v[0], b.embed_queries([s.store("perspectives").get("1").text])[0], atol=1e-4)
 
 
+def test_queries_on_onnx_runtime_match_pytorch(dense_home):
+    from retriever.dense import encode
+
+    b = Searcher("d", home=dense_home).backend("perspectives", "dense")
+    assert b._query_session() is not None  # exported when the index was built
+    texts = ["animals should have rights", "a longer query about wind turbines and electricity"]
+    for batch in ([texts[0]], texts):
+        assert np.allclose(b.embed_queries(batch), encode(b.model, batch), atol=1e-5)
+    b.config["query_runtime"], b._session = "torch", False
+    assert b._query_session() is None
+    assert np.allclose(b.embed_queries(texts[:1]), encode(b.model, texts[:1]), atol=1e-6)
+
+
+def test_dense_queries_fall_back_to_torch_when_the_export_cannot_be_written(
+    dense_home, tmp_path, monkeypatch
+):
+    import shutil
+
+    from retriever.dense import DenseBackend, load_encoder, resolve_model
+
+    b = Searcher("d", home=dense_home).backend("perspectives", "dense")
+    model_dir = tmp_path / "model"
+    shutil.copytree(
+        resolve_model(b.config["model"]), model_dir, ignore=shutil.ignore_patterns("onnx")
+    )
+    (model_dir / "perspect_manifest.json").write_text("{}")  # a Perspect model: graph in its folder
+    (model_dir / "onnx").write_text("a file where the export folder would go")
+    fresh = DenseBackend(tmp_path / "unused", {"model": str(model_dir)})
+    assert fresh._query_session() is None  # logged, not raised
+    q = ["creatures that suffer should be shielded by statute"]
+    from retriever.dense import encode
+
+    assert np.allclose(fresh.embed_queries(q), encode(load_encoder(str(model_dir)), q), atol=1e-6)
+
+
 def test_links_are_built_and_follow_updates(dense_home, tmp_path):
     s = Searcher("d", home=dense_home)
     links = Links(s.version).get(["1", "4"])
