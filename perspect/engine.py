@@ -88,8 +88,7 @@ class Engine:
         encoded once and shared by dense retrieval and the cosine features."""
         t0 = time.perf_counter()
         k = k or self.config.candidates
-        qv = self.dense.embed_queries([claim])[0] if self.dense is not None else None
-        runs = self.searcher.runs(claim, "perspectives", max(k, self.config.fusion_depth), qv)
+        runs, qv = self.searcher.runs(claim, "perspectives", max(k, self.config.fusion_depth))
         scored = rrf(runs, k=self.config.rrf_k, limit=k)
         kind = self.searcher.default_retriever
         return self.searcher.hits(claim, "perspectives", kind, scored, t0).hits, qv

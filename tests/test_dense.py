@@ -134,3 +134,17 @@ def test_links_on_the_fly_match_precomputed(pools, home, tiny_pair_model):
     fly = Engine(Searcher("lazy", home=home), model).evidence(groups)
     assert [[e.id for e in g] for g in pre] == [[e.id for e in g] for g in fly]
     assert pre[0][0].id == "10" and pre[1][0].id == "11"
+
+
+def test_runs_overlap_retrievers_and_return_the_query_vector(dense_home):
+    from retriever.searcher import concurrently
+
+    s = Searcher("d", home=dense_home)
+    q = "creatures that suffer should be shielded by statute"
+    runs, qv = s.runs(q, "perspectives", 5)
+    alone = [s.backend("perspectives", k).search(q, 5) for k in s.retrievers]
+    assert [[i for i, _ in r] for r in runs] == [[i for i, _ in r] for r in alone]
+    assert np.allclose(qv, s.backend("perspectives", "dense").embed_queries([q])[0], atol=1e-6)
+    assert concurrently([lambda: 1, lambda: 2, lambda: 3]) == [1, 2, 3]
+    with pytest.raises(ZeroDivisionError):  # a failing retriever fails the search, loudly
+        concurrently([lambda: 1, lambda: 1 / 0])
