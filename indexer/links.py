@@ -26,6 +26,7 @@ from retriever.fusion import rrf
 LINKS = "links.sqlite"
 DEPTH = 20  # candidates taken from each retriever before fusion
 KEEP = 5  # links stored per perspective
+RRF_K = 60  # fusion constant of the stored scores (the engine's evidence stack reads them)
 
 
 class Links:
@@ -106,7 +107,7 @@ def compute(
         runs = [dense_runs[n]]
         if bm25 is not None:
             runs.append(bm25.search(text, depth))
-        fused = rrf([r for r in runs if r], limit=keep)
+        fused = rrf([r for r in runs if r], k=RRF_K, limit=keep)
         out.append((pid, [(e, float(s), float(cos[n].get(e, 0.0))) for e, s in fused]))
         if progress:
             progress(1)

@@ -19,6 +19,8 @@ from perspect.engine import (
     complete_link,
     equivalence_features,
     evidence_rule,
+    link_features,
+    link_scores,
     side_threshold,
     stacks_from,
 )
@@ -45,7 +47,8 @@ class Predictions:
     t1: list[tuple[list[list[int]], list[int], dict[str, np.ndarray]]] = field(default_factory=list)
     t2: list[tuple[bool, float]] = field(default_factory=list)
     t3: list[tuple[bool, dict[str, float]]] = field(default_factory=list)
-    t4: list[tuple[list[int], list[tuple[int, float]]]] = field(default_factory=list)
+    # per cluster with resolvable evidence: (gold ids, its links [(id, fused score, cosine)])
+    t4: list[tuple[list[int], list[tuple[int, float, float]]]] = field(default_factory=list)
     # per claim: (first t3 row, number of perspectives, the (a, b) index pair of each row)
     t3_claims: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
 
@@ -124,8 +127,8 @@ def predict(
                 gold_e = sorted(int(e) for e in evidence.existing([str(e) for e in cl.evidence]))
                 if not gold_e:
                     continue  # unresolvable evidence is unknown, never negative
-                found = engine.evidence([[str(p) for p in cl.pids if p in perspectives]])[0]
-                pred.t4.append((gold_e, [(int(e.id), e.score) for e in found]))
+                links = engine.group_links([[str(p) for p in cl.pids if p in perspectives]])[0][0]
+                pred.t4.append((gold_e, [(int(e), score, cos) for e, score, cos in links]))
         if progress:
             progress(1)
     return pred
@@ -189,15 +192,16 @@ def _t1(rows, thr: float, stacks: dict[str, Stack]) -> PRF:
     )
 
 
-def _t4(rows, cut: float, delta: float = 0.0, k: int = 1) -> PRF:
-    """The evidence the engine marks as backing a cluster (engine.backed_links) against the
-    resolvable gold paragraphs."""
-    return macro(
-        claim_pr(
-            [c[r][0] for r in backed_links([x for _, x in c], cut, delta, k)], [[x] for x in g]
-        )
-        for g, c in rows
-    )
+def _t4(rows, cut: float, delta: float = 0.0, k: int = 1, stack: Stack | None = None) -> PRF:
+    """The evidence the engine marks as backing a cluster (engine.link_scores, backed_links)
+    against the resolvable gold paragraphs."""
+    out = []
+    for g, links in rows:
+        scores = link_scores(links, stack)
+        order = sorted(range(len(links)), key=lambda i: -scores[i])
+        backed = backed_links([scores[i] for i in order], cut, delta, k)
+        out.append(claim_pr([links[order[r]][0] for r in backed], [[x] for x in g]))
+    return macro(out)
 
 
 def ir_t1(rows, k: int) -> PRF:
@@ -233,7 +237,7 @@ def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Sta
             [g for g, _ in pred.t3], equivalence_probs(pred.t3, stacks), thresholds["equivalence"]
         )
     if pred.t4:
-        out["T4"] = _t4(pred.t4, *evidence_rule(thresholds, stacks))
+        out["T4"] = _t4(pred.t4, *evidence_rule(thresholds, stacks), stacks.get("evidence"))
     if _clusterable(pred) and "cluster" in thresholds:
         out["T3_clusters"] = t3_clustered(
             pred, stacks, thresholds["cluster"], side_threshold(thresholds)
@@ -317,13 +321,20 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
             )
         )
     if pred.t4:
+        names = ("rrf", "cos")  # see engine.link_features
+        linked = [(g, links) for g, links in pred.t4 if links]
+        st = None
+        if linked:
+            X = np.vstack([np.column_stack(list(link_features(c).values())) for _, c in linked])
+            y = np.concatenate([np.isin([e for e, _, _ in c], g) for g, c in linked])
+            st = fit_stack(names, X, y)
         rules = [
             (float(c), d, k)
             for c in np.round(np.arange(0.0, 0.9, 0.02), 3)
             for d in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
             for k in (1, 2, 3)
         ]
-        cut, delta, k = max(rules, key=lambda r: (_t4(pred.t4, *r).f1, -r[2], -r[1]))
+        cut, delta, k = max(rules, key=lambda r: (_t4(pred.t4, *r, st).f1, -r[2], -r[1]))
         thr.update(evidence=cut, evidence_delta=delta, evidence_k=k)
-        stacks["evidence"] = Stack((), (), 0.0, cut)
+        stacks["evidence"] = (st or Stack((), (), 0.0)).with_threshold(cut)
     return thr, stacks

@@ -15,7 +15,9 @@ class EvidenceItem(FrozenMetadata):
 
     id: str
     text: str
-    score: float  # bi-encoder cosine between the paragraph and the representative
+    # P(the paragraph backs the representative) from the evidence stack (engine.link_scores);
+    # the bi-encoder cosine for models tuned before that stack
+    score: float
     verdict: (
         str  # "supports": a link close to the cluster's best, over the tuned cut; else "related"
     )

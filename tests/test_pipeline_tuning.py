@@ -30,13 +30,23 @@ def test_stack_fit_orders_and_round_trips():
     assert Stack.from_json(json.loads(json.dumps(st.to_json()))) == st
 
 
+def _links(*pairs):
+    """Links [(id, fused score, cosine)] from (id, cosine) pairs, fused scores by rank."""
+    return [(e, 1 / (61 + r), cos) for r, (e, cos) in enumerate(pairs)]
+
+
 def test_t4_returns_the_best_link_over_the_cut():
-    rows = [([1], [(1, 0.8), (2, 0.7)]), ([3], [(4, 0.6), (3, 0.5)]), ([5], [(5, 0.2)])]
+    rows = [
+        ([1], _links((1, 0.8), (2, 0.7))),
+        ([3], _links((4, 0.6), (3, 0.5))),
+        ([5], _links((5, 0.2))),
+    ]
     m = pe._t4(rows, 0.0)  # returns 1, 4, 5: two right, every gold once
     assert round(m.precision, 3) == round(2 / 3, 3) and round(m.recall, 3) == round(2 / 3, 3)
     m = pe._t4(rows, 0.3)  # the third perspective returns nothing: precision of an empty set 0
     assert round(m.recall, 3) == round(1 / 3, 3)
-    assert pe.tune(pe.Predictions(t4=rows))[0]["evidence"] <= 0.2
+    thr, stacks = pe.tune(pe.Predictions(t4=rows))
+    assert pe._t4(rows, thr["evidence"], 0, 1, stacks["evidence"]).f1 >= m.f1
 
 
 def test_evidence_backs_links_close_to_the_top_one():
@@ -47,10 +57,33 @@ def test_evidence_backs_links_close_to_the_top_one():
     assert backed_links([0.7, 0.69, 0.69], 0.4, 0.05, 2) == [0, 1]
     assert backed_links([0.3, 0.29], 0.4, 0.05, 2) == [] and backed_links([], 0, 0, 1) == []
     # two gold paragraphs each: the second close link doubles recall, so tuning takes it
-    rows = [([1, 2], [(1, 0.8), (2, 0.78), (9, 0.5)]), ([3, 4], [(3, 0.6), (4, 0.59)])]
+    rows = [
+        ([1, 2], _links((1, 0.8), (2, 0.78), (9, 0.5))),
+        ([3, 4], _links((3, 0.6), (4, 0.59))),
+    ]
     assert pe._t4(rows, 0.0).recall == 0.5 and pe._t4(rows, 0.0, 0.05, 2).recall == 1.0
-    thr, _ = pe.tune(pe.Predictions(t4=rows))
-    assert thr["evidence_k"] >= 2 and thr["evidence_delta"] >= 0.02
+    thr, stacks = pe.tune(pe.Predictions(t4=rows))
+    assert thr["evidence_k"] >= 2
+    assert pe._t4(rows, thr["evidence"], thr["evidence_delta"], 2, stacks["evidence"]).f1 == 1.0
+
+
+def test_evidence_stack_learns_that_links_both_retrievers_found_back_more():
+    from perspect.engine import link_scores
+
+    # the gold paragraph was found by BM25 and dense (fused 2/61), a distractor by dense only
+    # (1/61) with a slightly higher cosine: the cosine ranks the distractor first
+    rows = [
+        ([10 * i], [(10 * i + 1, 1 / 61, 0.71 + 0.01 * i), (10 * i, 2 / 62, 0.70 + 0.01 * i)])
+        for i in range(8)
+    ]
+    thr, stacks = pe.tune(pe.Predictions(t4=rows))
+    st = stacks["evidence"]
+    assert st.features == ("rrf", "cos") and st.coef[0] > 0
+    assert pe._t4(rows, 0.0).f1 == 0.0  # cosine alone backs the distractor
+    assert pe._t4(rows, *pe.evidence_rule(thr, stacks), st).f1 == 1.0
+    p = link_scores(rows[0][1], st)
+    assert p[1] > p[0]
+    assert list(link_scores(rows[0][1], None)) == [0.71, 0.70]  # old models: the cosine
 
 
 def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
@@ -79,6 +112,7 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     assert 0.0 < m["thresholds"]["cluster"] < 0.6
     # each dev perspective's own paragraph is its best link (unresolvable eId 999 is ignored)
     assert all(g == [c[0][0]] for g, c in pred.t4) and scores["T4"].recall == 1.0
+    assert m["stacks"]["evidence"]["features"] == ["rrf", "cos"]
     # the search keeps exactly what T1 scored: one pipeline, evaluated and served
     thr, stacks = pe.thresholds_of(model)
     _gold, cands, feats = pred.t1[0]
