@@ -39,17 +39,23 @@ demo: setup
 	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
 
 # Fine-tune the dense bi-encoder (~25 min on 2 CPU cores), train the pairwise heads (~45 min), give
-# stance STANCE_ROUNDS more rounds (`--profile continue`, 12-25 min each: the shipped model had 3),
-# train the ColBERT model (~25 min), rebuild `default` with BM25 + dense + ColBERT (~15 min), then
-# re-fit the pipeline's decisions on that index (its fused ranks and cosines; ~3 min). Needs the
-# files fetched by `make demo`.
-STANCE_ROUNDS ?= 3
+# stance STANCE_ROUNDS more rounds (`--profile continue`, 12-25 min each) and average the weights of
+# the last two (the shipped model: 4 rounds, rounds 3 and 4 averaged), train the ColBERT model
+# (~25 min), rebuild `default` with BM25 + dense + ColBERT (~15 min), then re-fit the pipeline's
+# decisions on that index (its fused ranks and cosines; ~3 min). Needs the files fetched by
+# `make demo`.
+STANCE_ROUNDS ?= 4
 models: setup
 	$(BIN)/perspect train --task dense --profile full --data data/perspectrum
 	$(BIN)/perspect train --task all --profile full --data data/perspectrum
+	rm -rf models/pair-previous
 	for i in $$(seq $(STANCE_ROUNDS)); do \
+	  rm -rf models/pair-previous && cp -r models/pair models/pair-previous; \
 	  $(BIN)/perspect train --profile continue --init models/pair --data data/perspectrum || exit 1; \
 	done
+	if [ -d models/pair-previous ]; then \
+	  $(BIN)/perspect train --task average --models models/pair-previous models/pair --out models/pair; \
+	fi
 	$(BIN)/perspect train --task colbert --profile full --data data/perspectrum
 	$(MAKE) demo
 	$(BIN)/perspect train --task calibrate --index default --data data/perspectrum

@@ -308,6 +308,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         from perspect.config import default_pair_model
 
         args.out = str(default_pair_model())
+    if args.task == "average":
+        from reranker.average import average
+
+        average(args.models or [], args.out)
+        _console().print(
+            f"[green]✓[/] averaged {len(args.models or [])} models → {args.out} "
+            f"(re-fit its decisions: perspect train --task calibrate --out {args.out})"
+        )
+        return 0
     if args.task == "calibrate":
         from reranker.train import recalibrate
 
@@ -472,9 +481,17 @@ def build_parser() -> argparse.ArgumentParser:
             "colbert",
             "dense",
             "calibrate",
+            "average",
         ],
         help="calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
-        "held-out train claims, without training",
+        "held-out train claims, without training; average: write the weight average of --models "
+        "to --out",
+    )
+    t.add_argument(
+        "--models",
+        nargs="+",
+        metavar="DIR",
+        help="average: pair models trained from one another (e.g. the last two continue rounds)",
     )
     t.add_argument(
         "--index",

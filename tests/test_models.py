@@ -133,3 +133,42 @@ def test_onnx_runtime_scores_like_torch_and_never_serves_stale_weights(tiny_pair
     with torch.no_grad():
         model.net.heads["relevance"].bias.add_(1.0)
     assert model.for_inference() is model
+
+
+def test_average_is_the_mean_of_the_weights_and_refuses_other_models(tiny_base, tmp_path):
+    import subprocess
+
+    from reranker.average import average
+
+    from .conftest import perspect_cmd
+
+    a, b = PairModel.from_base(tiny_base), PairModel.from_base(tiny_base)
+    with torch.no_grad():
+        for p in b.net.parameters():
+            p.add_(0.5)
+    b.manifest["thresholds"]["stance"] = 0.33
+    a.save(tmp_path / "a")
+    b.save(tmp_path / "b")
+    r = subprocess.run(
+        [*perspect_cmd(), "train", "--task", "average", "--models", str(tmp_path / "a"),
+         str(tmp_path / "b"), "--out", str(tmp_path / "avg")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    avg = PairModel.load(tmp_path / "avg")
+    for (name, pa), pb, pm in zip(
+        a.net.named_parameters(), b.net.parameters(), avg.net.parameters(), strict=True
+    ):
+        assert torch.allclose(pm, (pa + pb) / 2, atol=1e-6), name
+    # the last model's decisions come along (to be re-fitted), with where the weights came from
+    assert avg.manifest["thresholds"]["stance"] == 0.33
+    assert avg.manifest["averaged_from"]["models"] == [str(tmp_path / "a"), str(tmp_path / "b")]
+    pairs = [("zoos should be banned", "zoos save species")]
+    assert avg.logits(pairs, ["stance"])["stance"].shape == (1,)
+
+    PairModel.from_base(tiny_base, tasks=["relevance"]).save(tmp_path / "c")
+    with pytest.raises(ModelError, match="cannot average"):
+        average([tmp_path / "a", tmp_path / "c"], tmp_path / "bad")
+    with pytest.raises(ModelError, match="at least two"):
+        average([tmp_path / "a"], tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
