@@ -18,29 +18,34 @@ from perspect import onnxrt
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def export(model, path: Path) -> None:
-    """`model`'s token-embedding forward plus L2 normalisation, free in the sequence length."""
+def _export(model, path: Path, output: str, feats, dynamic: dict[int, str]) -> None:
+    """Export `model.forward(features)[output]`, L2-normalised on its last axis, for the
+    tokenizer `feats` given as an example, with the axes in `dynamic` left free."""
     import torch
 
-    class QueryForward(torch.nn.Module):
+    class Forward(torch.nn.Module):
         def __init__(self, m):
             super().__init__()
             self.m = m
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            feats = {"input_ids": input_ids, "attention_mask": attention_mask}
-            feats["token_type_ids"] = token_type_ids
-            out = self.m.forward(feats)["token_embeddings"]
-            return torch.nn.functional.normalize(out, p=2, dim=-1)
+            f = {"input_ids": input_ids, "attention_mask": attention_mask}
+            f["token_type_ids"] = token_type_ids
+            return torch.nn.functional.normalize(self.m.forward(f)[output], p=2, dim=-1)
 
-    feats = model.tokenize(["a query to trace"], is_query=True)
     if any(n not in feats for n in INPUTS):
         raise ValueError(f"unsupported tokenizer outputs {sorted(feats)}")
     was_training = model.training
     try:
-        onnxrt.export(QueryForward(model), {n: feats[n] for n in INPUTS}, path, {1: "length"})
+        onnxrt.export(Forward(model), {n: feats[n] for n in INPUTS}, path, dynamic)
     finally:
         model.train(was_training)
+
+
+def export(model, path: Path) -> None:
+    """A PyLate model's query token vectors, free in the sequence length."""
+    feats = model.tokenize(["a query to trace"], is_query=True)
+    _export(model, path, "token_embeddings", feats, {1: "length"})
 
 
 def session(model, folder: str | Path, fingerprint: str):
@@ -56,29 +61,8 @@ def encode(sess, features: dict[str, Any]) -> np.ndarray:
 def export_sentence(model, path: Path) -> None:
     """A sentence-transformers model's whole forward (encoder, pooling, any Normalize module)
     plus L2 normalisation, as `dense.encode` computes it; batch and length left free."""
-    import torch
-
-    class SentenceForward(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            feats = {"input_ids": input_ids, "attention_mask": attention_mask}
-            feats["token_type_ids"] = token_type_ids
-            out = self.m.forward(feats)["sentence_embedding"]
-            return torch.nn.functional.normalize(out, p=2, dim=-1)
-
     feats = model.tokenize(["a query to trace", "and a second, longer one to trace"])
-    if any(n not in feats for n in INPUTS):
-        raise ValueError(f"unsupported tokenizer outputs {sorted(feats)}")
-    was_training = model.training
-    try:
-        onnxrt.export(
-            SentenceForward(model), {n: feats[n] for n in INPUTS}, path, {0: "batch", 1: "length"}
-        )
-    finally:
-        model.train(was_training)
+    _export(model, path, "sentence_embedding", feats, {0: "batch", 1: "length"})
 
 
 def sentence_session(model, folder: str | Path, fingerprint: str):
