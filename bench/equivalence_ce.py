@@ -13,7 +13,7 @@ computed in the same run.
 
 Measured once (2026-11-22, 18 min budget, 594 of 765 steps): CE alone T3 59.3, shipped stack 62.9,
 stack + CE **66.5** (P 75.2 / R 59.6). Scoring ran at 89 pairs/s (both orders, 2 passes per
-pair). A pair can be skipped only when even the highest CE score on the tune pairs cannot lift it
+pair); scoring one order only gave 66.3 at 113 pairs/s. A pair can be skipped only when even the highest CE score on the tune pairs cannot lift it
 over the cut, and that held for just 34 % of pairs at the equivalence cut and 66 % at the
 clustering cut. So a search would pay about 0.2-0.5 s more; that is why it is not in the
 pipeline yet (see the notes).
