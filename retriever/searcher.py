@@ -108,11 +108,7 @@ class Searcher:
         kind = retriever or self.default_retriever
         t0 = time.perf_counter()
         if kind == HYBRID and len(self.retrievers) > 1:
-            depth = max(int(k), fusion_depth)
-            backends = [self.backend(pool, b) for b in self.retrievers]
-            runs = concurrently(
-                [lambda b=b: b.search(query, depth) for b in _slowest_first(backends)]
-            )
+            runs, _ = self.runs(query, pool, max(int(k), fusion_depth))
             scored = rrf(runs, k=rrf_k, limit=int(k))
         else:
             scored = self.backend(pool, kind).search(query, int(k))
