@@ -192,9 +192,7 @@ class Engine:
         rule = evidence_rule(self.model.manifest["thresholds"], self.stacks)
         out = []
         for links in chosen:
-            scores = link_scores(links, self.stacks.get("evidence"))
-            order = sorted(range(len(links)), key=lambda i: -scores[i])  # stable
-            backed = set(backed_links([scores[i] for i in order], *rule))
+            scores, order, backed = ranked_links(links, self.stacks.get("evidence"), rule)
             out.append(
                 [
                     EvidenceItem(
@@ -378,6 +376,15 @@ def link_scores(links: Sequence[tuple[str, float, float]], stack: Stack | None) 
     if stack is not None and stack.features:
         return stack.prob(link_features(links))
     return np.array([c for _, _, c in links], dtype=np.float64)
+
+
+def ranked_links(links, stack: Stack | None, rule: tuple[float, float, int]):
+    """A perspective's links scored (`link_scores`), their order best first (stable), and the
+    ranks in that order marked as backing (`backed_links` under `rule` = (cut, delta, k)):
+    what the engine shows and what T4 scores."""
+    scores = link_scores(links, stack)
+    order = sorted(range(len(links)), key=lambda i: -scores[i])
+    return scores, order, set(backed_links([scores[i] for i in order], *rule))
 
 
 def backed_links(scores: Sequence[float], cut: float, delta: float, k: int) -> list[int]:

@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 
 from perspect.engine import (
-    backed_links,
     complete_link,
     equivalence_features,
     evidence_rule,
     link_features,
-    link_scores,
+    ranked_links,
     side_threshold,
     stacks_from,
 )
@@ -193,14 +192,12 @@ def _t1(rows, thr: float, stacks: dict[str, Stack]) -> PRF:
 
 
 def _t4(rows, cut: float, delta: float = 0.0, k: int = 1, stack: Stack | None = None) -> PRF:
-    """The evidence the engine marks as backing a cluster (engine.link_scores, backed_links)
-    against the resolvable gold paragraphs."""
+    """The evidence the engine marks as backing a cluster (engine.ranked_links) against the
+    resolvable gold paragraphs."""
     out = []
     for g, links in rows:
-        scores = link_scores(links, stack)
-        order = sorted(range(len(links)), key=lambda i: -scores[i])
-        backed = backed_links([scores[i] for i in order], cut, delta, k)
-        out.append(claim_pr([links[order[r]][0] for r in backed], [[x] for x in g]))
+        _, order, backed = ranked_links(links, stack, (cut, delta, k))
+        out.append(claim_pr([links[order[r]][0] for r in sorted(backed)], [[x] for x in g]))
     return macro(out)
 
 
