@@ -40,9 +40,10 @@ demo: setup
 
 # Fine-tune the dense bi-encoder (~25 min on 2 CPU cores), train the pairwise heads (~45 min), give
 # stance STANCE_ROUNDS more rounds (`--profile continue`, 12-25 min each) and average the weights of
-# the last two (the shipped model: 4 rounds, rounds 3 and 4 averaged), train the ColBERT model
-# (~25 min), rebuild `default` with BM25 + dense + ColBERT (~15 min), then re-fit the pipeline's
-# decisions on that index (its fused ranks and cosines; ~3 min). Needs the files fetched by
+# the last two (the shipped model: 4 rounds, rounds 3 and 4 averaged), train the equivalence
+# cross-encoder (~25 min) and the ColBERT model (~25 min), rebuild `default` with BM25 + dense +
+# ColBERT (~15 min), then re-fit the pipeline's decisions on that index (its fused ranks and
+# cosines, and the equivalence cross-encoder's scores; ~8 min). Needs the files fetched by
 # `make demo`.
 STANCE_ROUNDS ?= 4
 models: setup
@@ -56,9 +57,11 @@ models: setup
 	if [ -d models/pair-previous ]; then \
 	  $(BIN)/perspect train --task average --models models/pair-previous models/pair --out models/pair; \
 	fi
+	$(BIN)/perspect train --task equivalence-ce --profile full --data data/perspectrum
 	$(BIN)/perspect train --task colbert --profile full --data data/perspectrum
 	$(MAKE) demo
-	$(BIN)/perspect train --task calibrate --index default --data data/perspectrum
+	$(BIN)/perspect train --task calibrate --index default --data data/perspectrum \
+	  --equivalence-model models/equivalence
 
 test: setup
 	$(BIN)/ruff check .

@@ -57,6 +57,9 @@ def main() -> int:
     ap.add_argument("--index", default="default")
     ap.add_argument("--home", default=None)
     ap.add_argument("--model", default=None)
+    ap.add_argument(
+        "--baseline-model", default=None, help="also time the engine with this pair model"
+    )
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "perspectrum"))
     ap.add_argument("--limit", type=int, default=60)
     args = ap.parse_args()
@@ -72,7 +75,18 @@ def main() -> int:
         args.index, home=args.home, model=args.model, config=EngineConfig(runtime="onnx")
     )
     engines = {"engine": p, "engine int8": pq, "engine onnxruntime": po}
+    if args.baseline_model:
+        engines[f"engine, {args.baseline_model}"] = Perspect.open(
+            args.index, home=args.home, model=args.baseline_model
+        )
     eng = p.engine()
+    ce_pairs: list[int] = []
+    if eng.equivalence_ce is not None:  # count the pairs a search sends to the cross-encoder
+        score = eng.equivalence_ce.predict
+        eng.equivalence_ce.predict = lambda c, pairs: (
+            ce_pairs.append(len(pairs)),
+            score(c, pairs),
+        )[1]
     for q in engines.values():
         q.search(claims[0])
     naive(p, claims[0], eng.config.candidates)
@@ -104,6 +118,12 @@ def main() -> int:
         + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in stage_times.items())
     )
     print("(naive 'clusters' = kept perspectives: it does not cluster)")
+    if ce_pairs:
+        n = ce_pairs[-len(claims) :]
+        print(
+            f"equivalence cross-encoder pairs per search (engine): median "
+            f"{statistics.median(n):.0f}, p95 {pct(n, 0.95)}, max {max(n)}"
+        )
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -265,11 +266,23 @@ def _dense_out() -> Path:
     return PROJECT_ROOT / "models" / "dense"
 
 
+def _equivalence_out() -> Path:
+    from retriever.dense import PROJECT_ROOT
+
+    return PROJECT_ROOT / "models" / "equivalence"
+
+
 # --task -> (module, function, default output folder, what it trains): the encoders trained with
 # sentence-transformers, each saved to its own folder beside the pair model.
 ENCODER_TRAINERS = {
     "colbert": ("reranker.colbert_train", "train_colbert", _colbert_out, "ColBERT"),
     "dense": ("reranker.dense_train", "train_dense", _dense_out, "the dense encoder"),
+    "equivalence-ce": (
+        "reranker.equivalence_ce",
+        "train_equivalence",
+        _equivalence_out,
+        "the equivalence cross-encoder",
+    ),
 }
 
 
@@ -321,7 +334,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         from reranker.train import recalibrate
 
         with RichReporter(quiet=args.quiet) as rep:
-            model = recalibrate(args.out, args.data, args.index, args.home, rep)
+            model = recalibrate(
+                args.out,
+                args.data,
+                args.index,
+                args.home,
+                rep,
+                equivalence_model=args.equivalence_model,
+            )
         _console().print(
             f"[green]✓[/] recalibrated {args.out}: tune-claim metrics "
             f"{json.dumps({k: v.get('f1') for k, v in model.manifest['tune_metrics'].items()})}"
@@ -480,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
             "evidence",
             "colbert",
             "dense",
+            "equivalence-ce",
             "calibrate",
             "average",
         ],
@@ -492,6 +513,13 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="DIR",
         help="average: pair models trained from one another (e.g. the last two continue rounds)",
+    )
+    t.add_argument(
+        "--equivalence-model",
+        metavar="DIR",
+        default=None,
+        help="calibrate: add this equivalence cross-encoder (perspect train --task "
+        "equivalence-ce) to the equivalence stack; 'none' drops it; default: keep the model's",
     )
     t.add_argument(
         "--index",
@@ -576,6 +604,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The libraries' own tqdm bars (loading weights, loading a PLAID index) would interleave with
+    # the CLI's rich output and the TUI's screen; Perspect reports its own progress. They read
+    # these variables when imported, which the commands do lazily, after this line.
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

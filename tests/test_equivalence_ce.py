@@ -1,0 +1,147 @@
+"""The equivalence cross-encoder: training, its place in the equivalence stack, and the pruning
+that keeps a search from scoring pairs that cannot merge."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from perspect.engine import Engine, ce_needed, complete_link
+from perspect.errors import ModelError
+from perspect.perspectrum import load_claims, pool_searcher
+from reranker.equivalence_ce import FORMAT, MANIFEST, EquivalenceModel, canonical
+from reranker.model import PairModel
+from reranker.stack import Stack
+
+from .conftest import perspect_cmd
+
+
+@pytest.fixture(scope="module")
+def tiny_ce(tiny_perspectrum, tiny_base, tmp_path_factory):
+    """`perspect train --task equivalence-ce --profile quick` from the tiny base, through the CLI."""
+    out = tmp_path_factory.mktemp("eqce") / "equivalence"
+    r = subprocess.run(
+        [
+            *perspect_cmd(),
+            "train",
+            "--task",
+            "equivalence-ce",
+            "--profile",
+            "quick",
+            "--base",
+            tiny_base,
+            "--data",
+            str(tiny_perspectrum),
+            "--out",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "trained the equivalence cross-encoder" in r.stdout
+    return out
+
+
+def test_trains_with_a_manifest_and_scores_pairs_in_one_order(tiny_ce):
+    m = json.loads((tiny_ce / MANIFEST).read_text())
+    assert m["format"] == FORMAT and m["pairs"]["total"] > 0 and m["training"]["steps"] > 0
+    assert {d["file"] for d in m["data"]} >= {"perspectrum_with_answers_v1.0.json"}
+    ce = EquivalenceModel.load(tiny_ce)
+    claim = "Homework should be banned."
+    a, b, c = "Homework causes stress.", "Homework makes kids anxious.", "Practice helps."
+    p = ce.predict(claim, [(a, b), (b, a), (a, c)])
+    assert p.shape == (3,) and ((p > 0) & (p < 1)).all()
+    assert p[0] == p[1]  # canonical order: one score per pair, whichever way round
+    assert canonical(b, a) == canonical(a, b) and ce.predict(claim, []).shape == (0,)
+
+
+def test_load_refuses_a_missing_or_foreign_model(tmp_path, tiny_ce):
+    with pytest.raises(ModelError, match="no equivalence cross-encoder") as e:
+        EquivalenceModel.load(tmp_path)
+    assert "perspect train --task equivalence-ce" in e.value.hint
+    bad = tmp_path / "other"
+    shutil.copytree(tiny_ce, bad)
+    m = json.loads((bad / MANIFEST).read_text())
+    (bad / MANIFEST).write_text(json.dumps({**m, "format": "perspect.dense/1"}))
+    with pytest.raises(ModelError, match=r"not 'perspect\.equivalence-ce/1'"):
+        EquivalenceModel.load(bad)
+
+
+def test_pruned_pairs_give_the_same_clusters_as_scoring_all():
+    """`ce_needed` skips pairs the cross-encoder cannot lift to the cut; complete-link over the
+    pruned scores (skipped pairs get 0) must equal complete-link over every pair's real score."""
+    st = Stack(("cosine", "ce"), (5.0, 3.0), -4.0)
+    cut = 0.5
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n = 9
+        iu = np.triu_indices(n, 1)
+        feats = {"cosine": rng.uniform(0, 1, len(iu[0]))}
+        need = ce_needed(st, feats, cut)
+        assert 0 < need.sum() < len(need)
+        real = rng.uniform(0, 1, len(iu[0]))
+        full, pruned = np.zeros((n, n)), np.zeros((n, n))
+        full[iu] = st.prob({**feats, "ce": real})
+        pruned[iu] = st.prob({**feats, "ce": np.where(need, real, 0.0)})
+        side = rng.uniform(size=n) < 0.5
+        a = complete_link(full + full.T, side, cut)
+        b = complete_link(pruned + pruned.T, side, cut)
+        assert (a[:, None] == a[None, :]).tolist() == (b[:, None] == b[None, :]).tolist()
+
+
+def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
+    tiny_perspectrum, tiny_pair_model, tiny_ce, tmp_path
+):
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_pair_model, model_dir)
+    r = subprocess.run(
+        [
+            *perspect_cmd(),
+            "train",
+            "--task",
+            "calibrate",
+            "--out",
+            str(model_dir),
+            "--data",
+            str(tiny_perspectrum),
+            "--equivalence-model",
+            str(tiny_ce),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = json.loads((model_dir / "manifest.json").read_text())
+    assert m["stacks"]["equivalence"]["features"][-1] == "ce"
+    assert not m["equivalence_ce"]["path"].startswith("/")  # relative: the folders move together
+
+    searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
+    model = PairModel.load(model_dir)
+    engine = Engine(searcher, model)
+    assert engine.equivalence_ce is not None
+    claim = load_claims(tiny_perspectrum, "dev")[0].text
+    res = engine.search(claim)
+    assert res.clusters and "equivalence" in res.timings_ms
+
+    # a cross-encoder retrained after the fit is refused, with the command that re-fits
+    cm = json.loads((tiny_ce / MANIFEST).read_text())
+    m["equivalence_ce"]["created_at"] = "an earlier training"
+    model.manifest = m
+    with pytest.raises(ModelError, match="retrained after") as e:
+        Engine(searcher, model)
+    assert "--task calibrate --equivalence-model" in e.value.hint
+    # a stack that reads the cross-encoder without one named is refused too
+    m.pop("equivalence_ce")
+    with pytest.raises(ModelError, match="does not name"):
+        Engine(searcher, model)
+    assert cm["format"] == FORMAT
+    searcher.close()
