@@ -7,12 +7,13 @@
    has that stack.
 3. Equivalence: a stack over *stored* perspective vectors (no forward pass): their cosine, their
    cosine with the claim's direction removed, stance agreement and the overlap of the words each
-   adds to the claim (`equivalence_features`), calibrated on held-out train claims; same-side
-   members are merged by complete-link agglomeration and the most relevant phrasing represents.
+   adds to the claim (`equivalence_features`), calibrated on held-out train claims; kept
+   perspectives are merged by complete-link agglomeration (across sides: `merge_groups`), the
+   most relevant phrasing represents and the members' mean stance gives the cluster's side.
    Measured on dev it beats the trained claim-conditioned head (T3 F1 62.7 vs 35.1), which remains
    the fallback for indexes without dense vectors. When the model names a dedicated equivalence
    cross-encoder (reranker.equivalence_ce), its score is one more feature, computed only for the
-   same-side pairs it could merge (`ce_needed`).
+   pairs it could merge (`ce_needed`).
 4. Evidence: a lookup of the perspective -> evidence links precomputed at index time
    (indexer.links); nothing is retrieved or encoded at query time. A stack scores each link from
    its fused score and cosine, and links close to the best one are marked as backing it.
@@ -146,13 +147,13 @@ class Engine:
         texts: Sequence[str],
         support: Sequence[float] | None = None,
         qv=None,
-        side: np.ndarray | None = None,
+        groups: np.ndarray | None = None,
     ) -> np.ndarray:
         """P(same point) for every pair (n x n). With stored vectors and a cosine stack: the
         stack's features (see `equivalence_features`); `qv` is the claim's dense vector (encoded
         here when not given). When the stack reads the equivalence cross-encoder, only the pairs
-        that could merge are run through it (`ce_needed`; `side`, the members' sides, rules out
-        pairs on different sides). Otherwise the equivalence head on pairs a lexical filter
+        that could merge are run through it (`ce_needed`; `groups`, from `merge_groups`, rules
+        out pairs that may not merge). Otherwise the equivalence head on pairs a lexical filter
         (overlapping stems) proposes; other pairs get 0."""
         n = len(ids)
         probs = np.zeros((n, n))
@@ -166,8 +167,8 @@ class Engine:
             feats = equivalence_features(vectors, support, iu, qv, stems)
             if "ce" in st.features:
                 need = ce_needed(st, feats, self.cluster_cut())
-                if side is not None:
-                    need &= side[iu[0]] == side[iu[1]]
+                if groups is not None:
+                    need &= groups[iu[0]] == groups[iu[1]]
                 feats["ce"] = np.zeros(len(iu[0]))
                 pairs = [(texts[a], texts[b]) for a, b in zip(*(x[need] for x in iu), strict=True)]
                 feats["ce"][need] = self.equivalence_ce.predict(claim, pairs)
@@ -323,33 +324,29 @@ class Engine:
         )
 
     def _cluster(self, claim: str, members: list[Member], qv=None) -> list[PerspectiveCluster]:
-        """Complete-link agglomeration of same-side members (every pair in a cluster must pass the
-        cut: single-link chaining merged 11 phrasings of different points into one cluster, and
+        """Complete-link agglomeration of the kept perspectives (every pair in a cluster must pass
+        the cut: single-link chaining merged 11 phrasings of different points into one cluster, and
         measured worse on the tune claims, T3-after-clustering F1 32 vs 52); the most relevant
-        phrasing represents its cluster."""
+        phrasing represents its cluster, and the members' mean P(support) gives its side."""
         if not members:
             return []
-        cut = side_threshold(self.model.manifest["thresholds"])
-        side = ["support" if m.support >= cut else "oppose" for m in members]
+        thresholds = self.model.manifest["thresholds"]
+        support = np.array([m.support for m in members])
+        groups_of = merge_groups(thresholds, support)
         probs = self.equivalence(
-            claim,
-            [m.id for m in members],
-            [m.text for m in members],
-            [m.support for m in members],
-            qv,
-            np.array([x == "support" for x in side]),
+            claim, [m.id for m in members], [m.text for m in members], support, qv, groups_of
         )
-        labels = complete_link(probs, np.array([x == "support" for x in side]), self.cluster_cut())
+        labels = complete_link(probs, groups_of, self.cluster_cut())
         groups: dict[int, list[int]] = {}
         for i, lab in enumerate(labels):
             groups.setdefault(int(lab), []).append(i)
         out = []
+        side_cut = side_threshold(thresholds)
         for idx in groups.values():
             ms = sorted((members[i] for i in idx), key=lambda m: -m.relevance)
-            stance = side[idx[0]]
-            strength = float(
-                np.mean([m.support if stance == "support" else 1 - m.support for m in ms])
-            )
+            mean = float(np.mean([m.support for m in ms]))
+            stance = "support" if mean >= side_cut else "oppose"
+            strength = mean if stance == "support" else 1 - mean
             score = ms[0].relevance * strength
             out.append(PerspectiveCluster(ms[0], tuple(ms), stance, strength, score))
         return sorted(out, key=lambda c: -c.score)
@@ -431,6 +428,17 @@ def side_threshold(thresholds: dict[str, float]) -> float:
     T2's F1 of "support", which drifts towards calling everything support; older models lack it
     and fall back to T2's threshold."""
     return float(thresholds.get("stance_side", thresholds["stance"]))
+
+
+def merge_groups(thresholds: dict[str, float], support: np.ndarray) -> np.ndarray:
+    """Which kept perspectives may merge: all of them (one group) for models tuned to cluster
+    across sides, else only those on the same side (models tuned before). The stack already
+    weighs stance agreement ("agree"); a hard side split made every stance error (a quarter of
+    perspectives) split a cluster. Dev T3 over clusters, cut tuned on the tune claims each:
+    same side 62.9, across sides 66.5; with the equivalence cross-encoder 62.6 vs 68.3."""
+    if thresholds.get("cluster_across_sides"):
+        return np.ones(len(support), dtype=bool)
+    return np.asarray(support) >= side_threshold(thresholds)
 
 
 def complete_link(probs: np.ndarray, side: np.ndarray, cut: float) -> np.ndarray:

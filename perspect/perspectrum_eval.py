@@ -19,8 +19,8 @@ from perspect.engine import (
     equivalence_features,
     evidence_rule,
     link_features,
+    merge_groups,
     ranked_links,
-    side_threshold,
     stacks_from,
 )
 from perspect.evaluation import PRF, binary_prf, claim_pr, macro
@@ -169,19 +169,21 @@ def pair_features(rows) -> dict[str, np.ndarray]:
     return feats
 
 
-def t3_clustered(pred: Predictions, stacks: dict[str, Stack], cut: float, stance: float) -> PRF:
-    """T3 over the engine's *clusters* (complete-link, same side) rather than its pairwise
-    decisions: what a user sees as merged phrasings."""
+def t3_clustered(
+    pred: Predictions, stacks: dict[str, Stack], cut: float, thresholds: dict[str, float]
+) -> PRF:
+    """T3 over the engine's *clusters* (complete-link within `engine.merge_groups`) rather than
+    its pairwise decisions: what a user sees as merged phrasings."""
     probs = equivalence_probs(pred.t3, stacks)
     gold, got = [], []
     for start, n, pairs in pred.t3_claims:
         m = np.zeros((n, n))
-        side = np.zeros(n, dtype=bool)
+        support = np.zeros(n)
         for k, (a, b) in enumerate(pairs):
             f = pred.t3[start + k][1]
             m[a, b] = m[b, a] = probs[start + k]
-            side[a], side[b] = f["s_a"] >= stance, f["s_b"] >= stance
-        lab = complete_link(m, side, cut)
+            support[a], support[b] = f["s_a"], f["s_b"]
+        lab = complete_link(m, merge_groups(thresholds, support), cut)
         for k, (a, b) in enumerate(pairs):
             gold.append(pred.t3[start + k][0])
             got.append(bool(lab[a] == lab[b]))
@@ -244,9 +246,7 @@ def score(pred: Predictions, thresholds: dict[str, float], stacks: dict[str, Sta
     if pred.t4:
         out["T4"] = _t4(pred.t4, *evidence_rule(thresholds, stacks), stacks.get("evidence"))
     if _clusterable(pred) and "cluster" in thresholds:
-        out["T3_clusters"] = t3_clustered(
-            pred, stacks, thresholds["cluster"], side_threshold(thresholds)
-        )
+        out["T3_clusters"] = t3_clustered(pred, stacks, thresholds["cluster"], thresholds)
     return out
 
 
@@ -320,10 +320,11 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
         if "equivalence" in stacks:
             stacks["equivalence"] = stacks["equivalence"].with_threshold(thr["equivalence"])
     if _clusterable(pred) and "stance" in thr:
+        thr["cluster_across_sides"] = 1.0  # see engine.merge_groups
         thr["cluster"] = float(
             max(
                 np.round(np.arange(0.02, 0.6, 0.01), 3),
-                key=lambda t: t3_clustered(pred, stacks, t, side_threshold(thr)).f1,
+                key=lambda t: t3_clustered(pred, stacks, t, thr).f1,
             )
         )
     if pred.t4:

@@ -254,7 +254,7 @@ def recalibrate(
     for t in model.manifest["tasks"]:
         model.manifest["calibration"][t] = {"a": 1.0, "b": 0.0}
     model.manifest.pop("stacks", None)  # re-fitted below; an old one may read a dropped signal
-    if str(equivalence_model).lower() == "none":
+    if isinstance(equivalence_model, str) and equivalence_model.lower() == "none":
         model.manifest.pop("equivalence_ce", None)
     elif equivalence_model is not None:
         attach(model.manifest, model_dir, equivalence_model)

@@ -16,6 +16,7 @@ from perspect.perspectrum import load_claims, pool_searcher
 from reranker.equivalence_ce import FORMAT, MANIFEST, EquivalenceModel, canonical
 from reranker.model import PairModel
 from reranker.stack import Stack
+from reranker.train import recalibrate
 
 from .conftest import perspect_cmd
 
@@ -124,6 +125,11 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     assert m["stacks"]["equivalence"]["features"][-1] == "ce"
     assert not m["equivalence_ce"]["path"].startswith("/")  # relative: the folders move together
 
+    # re-fitting without the flag keeps the cross-encoder; "none" drops it from the stack
+    kept = recalibrate(model_dir, tiny_perspectrum).manifest
+    assert kept["equivalence_ce"] == m["equivalence_ce"]
+    assert kept["stacks"]["equivalence"]["features"][-1] == "ce"
+
     searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
     model = PairModel.load(model_dir)
     engine = Engine(searcher, model)
@@ -145,3 +151,7 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
         Engine(searcher, model)
     assert cm["format"] == FORMAT
     searcher.close()
+    dropped = recalibrate(model_dir, tiny_perspectrum, equivalence_model="none").manifest
+    assert (
+        "equivalence_ce" not in dropped and "ce" not in dropped["stacks"]["equivalence"]["features"]
+    )
