@@ -19,7 +19,7 @@ from perspect.engine import (
     equivalence_features,
     evidence_rule,
     link_features,
-    merge_groups,
+    may_merge,
     ranked_links,
     stacks_from,
 )
@@ -172,7 +172,7 @@ def pair_features(rows) -> dict[str, np.ndarray]:
 def t3_clustered(
     pred: Predictions, stacks: dict[str, Stack], cut: float, thresholds: dict[str, float]
 ) -> PRF:
-    """T3 over the engine's *clusters* (complete-link within `engine.merge_groups`) rather than
+    """T3 over the engine's *clusters* (complete-link, pairs `engine.may_merge` allows) rather than
     its pairwise decisions: what a user sees as merged phrasings."""
     probs = equivalence_probs(pred.t3, stacks)
     gold, got = [], []
@@ -183,7 +183,7 @@ def t3_clustered(
             f = pred.t3[start + k][1]
             m[a, b] = m[b, a] = probs[start + k]
             support[a], support[b] = f["s_a"], f["s_b"]
-        lab = complete_link(m, merge_groups(thresholds, support), cut)
+        lab = complete_link(m, may_merge(thresholds, support), cut)
         for k, (a, b) in enumerate(pairs):
             gold.append(pred.t3[start + k][0])
             got.append(bool(lab[a] == lab[b]))
@@ -320,13 +320,16 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
         if "equivalence" in stacks:
             stacks["equivalence"] = stacks["equivalence"].with_threshold(thr["equivalence"])
     if _clusterable(pred) and "stance" in thr:
-        thr["cluster_across_sides"] = 1.0  # see engine.merge_groups
-        thr["cluster"] = float(
-            max(
-                np.round(np.arange(0.02, 0.6, 0.01), 3),
-                key=lambda t: t3_clustered(pred, stacks, t, thr).f1,
-            )
+        # the cut and the stance margin within which perspectives may merge (engine.may_merge)
+        grid = [
+            (float(c), m)
+            for m in (0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
+            for c in np.round(np.arange(0.02, 0.6, 0.01), 3)
+        ]
+        cut, margin = max(
+            grid, key=lambda r: t3_clustered(pred, stacks, r[0], {**thr, "cluster_margin": r[1]}).f1
         )
+        thr.update(cluster=cut, cluster_margin=margin)
     if pred.t4:
         linked = [(g, links) for g, links in pred.t4 if links]
         st = None

@@ -91,26 +91,32 @@ def test_complete_link_does_not_chain_and_respects_sides():
     assert len(set(complete_link(full, np.ones(3, dtype=bool), 0.5).tolist())) == 1
 
 
-def test_models_tuned_across_sides_merge_across_sides_older_ones_do_not():
+def test_stance_margin_decides_which_perspectives_may_merge():
     import numpy as np
 
     from perspect import perspectrum_eval as pe
-    from perspect.engine import merge_groups
+    from perspect.engine import may_merge
 
-    support = np.array([0.9, 0.3, 0.8])
-    old = {"stance": 0.5, "stance_side": 0.5}
-    assert merge_groups(old, support).tolist() == [True, False, True]
-    assert merge_groups({**old, "cluster_across_sides": 1.0}, support).tolist() == [True] * 3
-    # two phrasings of one point whose stance predictions disagree (.9 vs .3): T3 over clusters
-    # counts them merged only when clustering across sides
+    support = np.array([0.9, 0.55, 0.2])
+    old = {"stance": 0.5, "stance_side": 0.5}  # models tuned before the margin: same side only
+    assert may_merge(old, support).tolist() == [
+        [True, True, False],
+        [True, True, False],
+        [False, False, True],
+    ]
+    m = may_merge({**old, "cluster_margin": 0.4}, support)
+    assert m[0, 1] and m[1, 2] and not m[0, 2]  # .9 vs .2: confident contradiction
+    # two phrasings of one point whose stance predictions disagree mildly (.9 vs .45): T3 over
+    # clusters counts them merged only with a margin that allows it
     pred = pe.Predictions(
         t3=[
-            (True, {"cosine": 0.9, "s_a": 0.9, "s_b": 0.3}),
+            (True, {"cosine": 0.9, "s_a": 0.9, "s_b": 0.45}),
             (False, {"cosine": 0.1, "s_a": 0.9, "s_b": 0.8}),
-            (False, {"cosine": 0.1, "s_a": 0.3, "s_b": 0.8}),
+            (False, {"cosine": 0.1, "s_a": 0.45, "s_b": 0.8}),
         ],
         t3_claims=[(0, 3, [(0, 1), (0, 2), (1, 2)])],
     )
     assert pe.t3_clustered(pred, {}, 0.5, old).recall == 0.0
-    across = pe.t3_clustered(pred, {}, 0.5, {**old, "cluster_across_sides": 1.0})
-    assert across.recall == 1.0 and across.precision == 1.0
+    assert pe.t3_clustered(pred, {}, 0.5, {**old, "cluster_margin": 0.3}).recall == 0.0
+    loose = pe.t3_clustered(pred, {}, 0.5, {**old, "cluster_margin": 0.5})
+    assert loose.recall == 1.0 and loose.precision == 1.0
