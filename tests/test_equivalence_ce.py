@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from perspect.engine import Engine, ce_needed, complete_link
+from perspect.engine import Engine, EngineConfig, ce_needed, complete_link
 from perspect.errors import ModelError
 from perspect.perspectrum import load_claims, pool_searcher
 from reranker.equivalence_ce import FORMAT, MANIFEST, EquivalenceModel, canonical
@@ -125,6 +125,18 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     assert m["stacks"]["equivalence"]["features"][-1] == "ce"
     assert not m["equivalence_ce"]["path"].startswith("/")  # relative: the folders move together
 
+    # a per-search budget of cross-encoder pairs (EngineConfig.equivalence_ce_max_pairs)
+    sent: list[int] = []
+    capped = Engine(
+        pool_searcher(tiny_perspectrum, tmp_path / "idx2", retrievers=("bm25", "dense")),
+        PairModel.load(model_dir),
+        EngineConfig(equivalence_ce_max_pairs=1),
+    )
+    score = capped.equivalence_ce.predict
+    capped.equivalence_ce.predict = lambda c, pairs: (sent.append(len(pairs)), score(c, pairs))[1]
+    capped.search(load_claims(tiny_perspectrum, "dev")[0].text)
+    assert sent and max(sent) <= 1
+
     # re-fitting without the flag keeps the cross-encoder; "none" drops it from the stack
     kept = recalibrate(model_dir, tiny_perspectrum).manifest
     assert kept["equivalence_ce"] == m["equivalence_ce"]
@@ -155,3 +167,14 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     assert (
         "equivalence_ce" not in dropped and "ce" not in dropped["stacks"]["equivalence"]["features"]
     )
+
+
+def test_the_pair_budget_keeps_the_pairs_most_likely_to_merge():
+    from perspect.engine import _at_most
+
+    st = Stack(("cosine", "ce"), (5.0, 3.0), -4.0)
+    feats = {"cosine": np.array([0.9, 0.2, 0.8, 0.5, 0.95])}
+    need = np.array([True, False, True, True, True])
+    assert _at_most(need, st, feats, None).tolist() == need.tolist()
+    assert _at_most(need, st, feats, 2).tolist() == [True, False, False, False, True]
+    assert _at_most(need, st, feats, 10).tolist() == need.tolist()
