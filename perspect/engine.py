@@ -159,7 +159,8 @@ class Engine:
         stack's features (see `equivalence_features`); `qv` is the claim's dense vector (encoded
         here when not given). When the stack reads the equivalence cross-encoder, only the pairs
         that could merge are run through it (`ce_needed`; `allowed`, from `may_merge`, rules out
-        pairs that may not merge). Otherwise the equivalence head on pairs a lexical filter
+        pairs that may not merge); the others are returned as if it had scored 0, which keeps
+        them below the cluster cut, so they are lower bounds, not estimates. Otherwise the equivalence head on pairs a lexical filter
         (overlapping stems) proposes; other pairs get 0."""
         n = len(ids)
         probs = np.zeros((n, n))
