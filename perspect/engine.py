@@ -69,7 +69,7 @@ class EngineConfig:
     # on single short ColBERT queries, so PyTorch is the default; "onnx" opts in.
     runtime: str = "torch"
     # At most this many pairs per search go through the equivalence cross-encoder (those with the
-    # highest bound first; the rest count as score 0, i.e. not merged). None: every pair that
+    # highest bound first; the rest count as its lowest score, 0). None: every pair that
     # could merge, the clusters `perspect eval` measures. Measured offline on dev gold
     # perspectives, T3 over clusters: all 68.6 (p95 566 pairs per claim), 96: 68.3, 48: 68.1.
     equivalence_ce_max_pairs: int | None = None
@@ -159,8 +159,8 @@ class Engine:
         stack's features (see `equivalence_features`); `qv` is the claim's dense vector (encoded
         here when not given). When the stack reads the equivalence cross-encoder, only the pairs
         that could merge are run through it (`ce_needed`; `allowed`, from `may_merge`, rules out
-        pairs that may not merge); the others are returned as if it had scored 0, which keeps
-        them below the cluster cut, so they are lower bounds, not estimates. Otherwise the equivalence head on pairs a lexical filter
+        pairs that may not merge); the others are returned as if it had scored 0 (which keeps a
+        pair `ce_needed` rules out below the cluster cut), so they are not estimates. Otherwise the equivalence head on pairs a lexical filter
         (overlapping stems) proposes; other pairs get 0."""
         n = len(ids)
         probs = np.zeros((n, n))
