@@ -258,6 +258,8 @@ def recalibrate(
         model.manifest.pop("equivalence_ce", None)
     elif equivalence_model is not None:
         attach(model.manifest, model_dir, equivalence_model)
+    elif "equivalence_ce" in model.manifest:  # kept; the re-fit scores pairs the current way
+        model.manifest["equivalence_ce"]["orders"] = 2
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:

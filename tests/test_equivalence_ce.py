@@ -13,7 +13,14 @@ import pytest
 from perspect.engine import Engine, EngineConfig, ce_needed, complete_link
 from perspect.errors import ModelError
 from perspect.perspectrum import load_claims, pool_searcher
-from reranker.equivalence_ce import FORMAT, MANIFEST, EquivalenceModel, canonical
+from reranker.equivalence_ce import (
+    FORMAT,
+    MANIFEST,
+    EquivalenceModel,
+    canonical,
+    load_for,
+    pair_input,
+)
 from reranker.model import PairModel
 from reranker.stack import Stack
 from reranker.train import recalibrate
@@ -50,7 +57,7 @@ def tiny_ce(tiny_perspectrum, tiny_base, tmp_path_factory):
     return out
 
 
-def test_trains_with_a_manifest_and_scores_pairs_in_one_order(tiny_ce):
+def test_trains_with_a_manifest_and_scores_pairs_symmetrically(tiny_ce):
     m = json.loads((tiny_ce / MANIFEST).read_text())
     assert m["format"] == FORMAT and m["pairs"]["total"] > 0 and m["training"]["steps"] > 0
     assert {d["file"] for d in m["data"]} >= {"perspectrum_with_answers_v1.0.json"}
@@ -59,8 +66,18 @@ def test_trains_with_a_manifest_and_scores_pairs_in_one_order(tiny_ce):
     a, b, c = "Homework causes stress.", "Homework makes kids anxious.", "Practice helps."
     p = ce.predict(claim, [(a, b), (b, a), (a, c)])
     assert p.shape == (3,) and ((p > 0) & (p < 1)).all()
-    assert p[0] == p[1]  # canonical order: one score per pair, whichever way round
+    assert p[0] == p[1]  # one score per pair, whichever way round
     assert canonical(b, a) == canonical(a, b) and ce.predict(claim, []).shape == (0,)
+    # the score is the mean of both orders; a one-order model (fits made before) reads only the
+    # canonical one
+    one = EquivalenceModel.load(tiny_ce, orders=1)
+    x, y = canonical(a, b)
+    fwd = one.predict(claim, [(a, b)])[0]
+    rev = float(ce.model.predict([pair_input(claim, y, x)], show_progress_bar=False)[0])
+    assert fwd == pytest.approx(float(ce.model.predict([pair_input(claim, x, y)])[0]), abs=1e-6)
+    assert p[0] == pytest.approx((fwd + rev) / 2, abs=1e-6)
+    with pytest.raises(ModelError, match="1 or 2 orders"):
+        EquivalenceModel(ce.model, m, orders=3)
 
 
 def test_load_refuses_a_missing_or_foreign_model(tmp_path, tiny_ce):
@@ -124,6 +141,10 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     m = json.loads((model_dir / "manifest.json").read_text())
     assert m["stacks"]["equivalence"]["features"][-1] == "ce"
     assert not m["equivalence_ce"]["path"].startswith("/")  # relative: the folders move together
+    assert m["equivalence_ce"]["orders"] == 2
+    # a pair model fitted before `orders` existed keeps scoring one order, as its stack was fitted
+    old = {"equivalence_ce": {k: v for k, v in m["equivalence_ce"].items() if k != "orders"}}
+    assert load_for(old, model_dir).orders == 1 and load_for(m, model_dir).orders == 2
 
     # a per-search budget of cross-encoder pairs (EngineConfig.equivalence_ce_max_pairs)
     sent: list[int] = []
