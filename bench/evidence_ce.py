@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perspect import perspectrum_eval as pe  # noqa: E402
-from perspect.engine import Engine, EngineConfig  # noqa: E402
+from perspect.engine import LINK_VALUES, Engine, EngineConfig  # noqa: E402
 from perspect.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
 from reranker.model import PairModel  # noqa: E402
 from reranker.st_training import train_cross_encoder  # noqa: E402
@@ -55,7 +55,7 @@ def cluster_links(engine, claims, persp, evidence):
                 continue
             links = engine.group_links([pids])[0][0]
             rep = next((p for p in pids if engine._links([p]).get(p)), pids[0])
-            out.append((gold, persp[int(rep)], [(int(e), s, cos) for e, s, cos in links]))
+            out.append((gold, persp[int(rep)], [(int(x[0]), *x[1:]) for x in links]))
     return out
 
 
@@ -64,7 +64,7 @@ def training_rows(rows, evidence, rng, max_rows: int):
     for gold, text, links in rows:
         for e in gold:
             pairs.append((text, evidence[e], 1.0))
-        for e, _, _ in links:
+        for e, *_ in links:
             if e not in gold:
                 pairs.append((text, evidence[e], 0.0))
     rng.shuffle(pairs)
@@ -88,12 +88,12 @@ def train(rows, minutes: float, max_length: int, out: Path):
 
 
 def score(model, rows, evidence):
-    pairs = [(text, evidence[e]) for _, text, links in rows for e, _, _ in links]
+    pairs = [(text, evidence[e]) for _, text, links in rows for e, *_ in links]
     t0 = time.perf_counter()
     got = model.predict(pairs, batch_size=32, show_progress_bar=False)
     print(f"scored {len(pairs)} links at {len(pairs) / (time.perf_counter() - t0):.1f} pairs/s")
     it = iter(np.asarray(got, dtype=np.float64).tolist())
-    return [(g, [(e, s, c, next(it)) for e, s, c in links]) for g, _, links in rows]
+    return [(g, [(*x, next(it)) for x in links]) for g, _, links in rows]
 
 
 def main() -> int:
@@ -122,7 +122,7 @@ def main() -> int:
     }
     for n, r in rows.items():
         first = np.mean([bool(links) and links[0][0] in g for g, _, links in r])
-        anyk = np.mean([any(e in g for e, _, _ in links) for g, _, links in r])
+        anyk = np.mean([any(x[0] in g for x in links) for g, _, links in r])
         print(
             f"{n}: {len(r)} clusters; gold first {100 * first:.1f} %, in links {100 * anyk:.1f} %"
         )
@@ -136,26 +136,26 @@ def main() -> int:
         scored = {n: score(model, rows[n], evidence) for n in ("tune", "dev")}
 
     def variant(names):
-        """Links as the engine stores them, (id, fused, cosine[, ce]); a left-out signal is a
-        constant 0, which an L2-regularised stack gives no weight."""
+        """Links as the engine scores them, (id, fused, cosine, reverse margin[, ce]); a left-out
+        signal is a constant 0, which an L2-regularised stack gives no weight."""
 
         def keep(x):
-            vals = zip(("rrf", "cos", "ce"), x[1:], strict=True)
+            vals = zip(LINK_VALUES, x[1:], strict=True)
             return (x[0], *(v if n in names else 0.0 for n, v in vals))
 
         return [
-            [(g, [keep(x) if "ce" in names else keep(x)[:3] for x in links]) for g, links in r]
+            [(g, [keep(x) if "ce" in names else keep(x)[:4] for x in links]) for g, links in r]
             for r in (scored["tune"], scored["dev"])
         ]
 
     print("\n| link score | tune T4 F1 | dev T4 P / R / F1 | rule |\n|---|---|---|---|")
-    for names in (("rrf", "cos"), ("ce",), ("rrf", "cos", "ce")):
+    for names in (("rrf", "cos", "rmargin"), ("ce",), ("rrf", "cos", "rmargin", "ce")):
         t, d = variant(names)
         thr, stacks = pe.tune(pe.Predictions(t4=t))
         rule = pe.evidence_rule(thr, stacks)
         st = stacks["evidence"]
         a, b = pe._t4(t, *rule, st), pe._t4(d, *rule, st)
-        label = "shipped stack (baseline)" if names == ("rrf", "cos") else " + ".join(names)
+        label = "shipped stack (baseline)" if "ce" not in names else " + ".join(names)
         print(
             f"| {label} | {100 * a.f1:.1f} | {100 * b.precision:.1f} / {100 * b.recall:.1f} / "
             f"{100 * b.f1:.1f} | {rule} |"

@@ -71,7 +71,8 @@ class EngineConfig:
     # At most this many pairs per search go through the equivalence cross-encoder (those with the
     # highest bound first; the rest count as its lowest score, 0). None: every pair that
     # could merge, the clusters `perspect eval` measures. Measured offline on dev gold
-    # perspectives, T3 over clusters: all 68.6 (p95 566 pairs per claim), 96: 68.3, 48: 68.1.
+    # perspectives (both orders), T3 over clusters: all 70.6 (p95 665 pairs per claim), 96: 68.5,
+    # 48: 67.5, 32: 66.2.
     equivalence_ce_max_pairs: int | None = None
 
 
@@ -240,8 +241,8 @@ class Engine:
         return out
 
     def group_links(self, groups: Sequence[Sequence[str]]):
-        """Each group's links [(evidence id, fused score, cosine)] in stored order, and the
-        linked paragraphs by id (links to paragraphs deleted since are dropped)."""
+        """Each group's links [(evidence id, fused score, cosine, reverse margin)] in stored
+        order, and the linked paragraphs by id (links to paragraphs deleted since are dropped)."""
         if "evidence" not in self.searcher.pools or not groups:
             return [[] for _ in groups], {}
         got = self._links(sorted({p for g in groups for p in g}))
@@ -249,10 +250,31 @@ class Engine:
             next((got[p] for p in g if got.get(p)), [])[: self.config.evidence_per_cluster]
             for g in groups
         ]
-        items = self.searcher.store("evidence").get_many(
-            sorted({e for c in chosen for e, _, _ in c})
-        )
-        return [[x for x in c if x[0] in items] for c in chosen], items
+        items = self.searcher.store("evidence").get_many(sorted({x[0] for c in chosen for x in c}))
+        chosen = [[x for x in c if x[0] in items] for c in chosen]
+        return self._with_reverse_margins(groups, chosen), items
+
+    def _with_reverse_margins(self, groups, chosen) -> list[list[tuple[str, float, float, float]]]:
+        """Add to each link how much closer the paragraph is to the linked perspective than to
+        any perspective of the pool outside its group (`link_features`, "rmargin"). On the debate
+        sites each paragraph was written under one perspective, so a paragraph that another
+        perspective matches better is likely that one's. Measured on the tune / dev claims (3
+        links, stack re-fitted, rule re-tuned): T4 50.1 / 50.7 without it, 51.0 / 52.1 with it;
+        not masking the group's other phrasings 50.6 / 52.0; the rank instead of the margin 50.3
+        / 51.3. Computed per search, not stored: adding perspectives changes it. 0 without
+        dense vectors."""
+        eids = sorted({x[0] for c in chosen for x in c})
+        if not eids or self.dense is None or "dense" not in self.searcher.retrievers:
+            return [[(*x[:3], 0.0) for x in c] for c in chosen]
+        ev = self.searcher.backend("evidence", "dense").vectors(eids)
+        k = 1 + max(len(g) for g, c in zip(groups, chosen, strict=True) if c)
+        near = dict(zip(eids, self.dense.search_vectors(ev, k), strict=True))
+        out = []
+        for g, c in zip(groups, chosen, strict=True):
+            members = set(g)
+            other = [next((s for p, s in near[x[0]] if p not in members), -1.0) for x in c]
+            out.append([(*x[:3], float(x[2]) - o) for x, o in zip(c, other, strict=True)])
+        return out
 
     def _links(self, pids: list[str]) -> dict[str, list[tuple[str, float, float]]]:
         """Precomputed links, or (an index built without them) the same computation on the fly."""
@@ -384,16 +406,21 @@ def evidence_rule(
     )
 
 
+LINK_VALUES = ("rrf", "cos", "rmargin", "ce")
+
+
 def link_features(links: Sequence[tuple]) -> dict[str, np.ndarray]:
-    """Features of a perspective's evidence links [(id, fused score, cosine[, verifier])]: the
-    fused RRF score (times k: how many of the link retrievers found the paragraph, and how high),
-    the bi-encoder cosine and, where the links carry one, an evidence verifier's score."""
+    """Features of a perspective's evidence links [(id, fused score, cosine[, reverse margin[,
+    verifier]])]: the fused RRF score (times k: how many of the link retrievers found the
+    paragraph, and how high), the bi-encoder cosine, the reverse margin
+    (`Engine._with_reverse_margins`) and, where the links carry one (bench/evidence_ce.py), an
+    evidence verifier's score."""
+    n = len(links[0]) - 1 if links else 2
     feats = {
-        "rrf": np.array([x[1] for x in links], dtype=np.float64) * RRF_K,
-        "cos": np.array([x[2] for x in links], dtype=np.float64),
+        name: np.array([x[i + 1] for x in links], dtype=np.float64)
+        for i, name in enumerate(LINK_VALUES[:n])
     }
-    if links and len(links[0]) > 3:
-        feats["ce"] = np.array([x[3] for x in links], dtype=np.float64)
+    feats["rrf"] = feats["rrf"] * RRF_K
     return feats
 
 
@@ -401,8 +428,11 @@ def link_scores(links: Sequence[tuple[str, float, float]], stack: Stack | None) 
     """P(the paragraph backs the perspective) from the evidence stack, for models whose stack has
     features; the plain cosine for models tuned before it (their cut is a cosine).
     Measured with (cut, delta, k) re-tuned for each on the tune claims, T4 F1 tune / dev:
-    cosine 47.7 / 48.4; stack (rrf, cos) 48.9 / 50.1. Adding the claim's cosine to the paragraph
-    (48.9 / 50.0) or the trained evidence head (48.4 / 48.4; 16 pairs/s) did not help."""
+    cosine 47.7 / 48.4; stack (rrf, cos) 48.9 / 50.1 (5 links), 50.1 / 50.7 (3 links); + reverse
+    margin 51.0 / 52.1 (3 links). Adding the claim's cosine to the paragraph (48.9 / 50.0), the
+    trained evidence head (48.4 / 48.4; 16 pairs/s), sentence-level cosines (max, first, best
+    3-sentence window: at most +0.3 dev), the margin over the claim's other perspectives only
+    (+0.3) or fusing all members' links (+0.3 dev, -0.4 tune) did not help."""
     if not links:
         return np.zeros(0)
     if stack is not None and stack.features:
@@ -444,8 +474,9 @@ def may_merge(thresholds: dict[str, float], support: np.ndarray) -> np.ndarray:
     quarter of perspectives) split a cluster; no split at all merged confident contradictions
     ("animals are entitled to rights" with "animals don't have rights"). So two perspectives may
     merge unless their P(support) differ by more than a margin tuned on the tune claims. Dev T3
-    over clusters, with the equivalence cross-encoder, cut tuned for each: same side 62.6, margin
-    .6 (tuned) 68.6, no constraint 69.4; without the cross-encoder 62.9, 66.2, 66.5."""
+    over clusters, with the equivalence cross-encoder (one order), cut tuned for each: same side
+    62.6, margin .6 (tuned) 68.6, no constraint 69.4; without the cross-encoder 62.9, 66.2, 66.5.
+    With both orders the tune claims pick a margin of .7 (dev 70.6)."""
     s = np.asarray(support, dtype=np.float64)
     if "cluster_margin" in thresholds:
         return np.abs(s[:, None] - s[None, :]) <= thresholds["cluster_margin"] + 1e-9

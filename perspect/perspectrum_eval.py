@@ -46,7 +46,7 @@ class Predictions:
     t1: list[tuple[list[list[int]], list[int], dict[str, np.ndarray]]] = field(default_factory=list)
     t2: list[tuple[bool, float]] = field(default_factory=list)
     t3: list[tuple[bool, dict[str, float]]] = field(default_factory=list)
-    # per cluster with resolvable evidence: (gold ids, its links [(id, fused score, cosine)])
+    # per cluster with resolvable evidence: (gold ids, its links, engine.group_links)
     t4: list[tuple[list[int], list[tuple[int, float, float]]]] = field(default_factory=list)
     # per claim: (first t3 row, number of perspectives, the (a, b) index pair of each row)
     t3_claims: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
@@ -133,7 +133,7 @@ def predict(
                 if not gold_e:
                     continue  # unresolvable evidence is unknown, never negative
                 links = engine.group_links([[str(p) for p in cl.pids if p in perspectives]])[0][0]
-                pred.t4.append((gold_e, [(int(e), score, cos) for e, score, cos in links]))
+                pred.t4.append((gold_e, [(int(x[0]), *x[1:]) for x in links]))
         if progress:
             progress(1)
     return pred
