@@ -180,7 +180,8 @@ class Engine:
                 need = _at_most(need, st, feats, self.config.equivalence_ce_max_pairs)
                 feats["ce"] = np.zeros(len(iu[0]))
                 pairs = [(texts[a], texts[b]) for a, b in zip(*(x[need] for x in iu), strict=True)]
-                feats["ce"][need] = self.equivalence_ce.predict(claim, pairs)
+                sub = {k: v[need] for k, v in feats.items() if k != "ce"}
+                feats["ce"][need] = self._ce_scores(claim, pairs, st, sub)
             probs[iu] = st.prob(feats)
             return probs + probs.T
         stems = [self._stems(t) for t in texts]
@@ -200,6 +201,22 @@ class Engine:
             for (i, j), p in zip(pairs, got, strict=True):
                 probs[i, j] = probs[j, i] = p
         return probs
+
+    def _ce_scores(self, claim: str, pairs, stack: Stack, feats: dict[str, np.ndarray]):
+        """The cross-encoder's scores of `pairs`. With both orders, the reverse pass runs only
+        for the pairs that could still reach the cluster cut: after one order the mean lies in
+        [s/2, s/2 + 1/2], and where the stack stays below the cut across that range the pair
+        cannot merge whatever the reverse says; it keeps s/2 (as if the reverse scored 0). So the
+        clusters are exactly those of scoring both orders (tests/test_equivalence_ce.py)."""
+        ce = self.equivalence_ce
+        if ce.orders == 1 or not pairs:
+            return ce.predict(claim, pairs)
+        lo = ce.one_order(claim, pairs) / 2
+        could = ce_needed(stack, feats, self.cluster_cut(), lo=lo, hi=lo + 0.5)
+        if could.any():
+            rev = ce.one_order(claim, [x for x, c in zip(pairs, could, strict=True) if c], True)
+            lo[could] += rev / 2
+        return lo
 
     def equivalence_threshold(self) -> float:
         st = self.stacks.get("equivalence")
@@ -545,16 +562,15 @@ def equivalence_features(
     return feats
 
 
-def ce_needed(stack: Stack, feats: dict[str, np.ndarray], cut: float) -> np.ndarray:
+def ce_needed(stack: Stack, feats: dict[str, np.ndarray], cut: float, lo=0.0, hi=1.0) -> np.ndarray:
     """Pairs whose equivalence the cross-encoder's score could lift to `cut` (the cluster cut):
-    the stack's probability at the most favourable score (0 or 1, the ends of its range) clears
-    it. The others stay below the cut whatever the cross-encoder says, so complete-link never
-    merges them and they are not scored (they get score 0): the clusters are exactly those of
-    scoring every pair."""
+    the stack's probability at the most favourable score (`lo` or `hi`, the ends of its range:
+    0 and 1 before any pass) clears it. The others stay below the cut whatever the cross-encoder
+    says, so complete-link never merges them and they are not scored (they get score 0): the
+    clusters are exactly those of scoring every pair."""
     n = len(next(iter(feats.values())))
-    best = np.maximum(
-        stack.prob({**feats, "ce": np.zeros(n)}), stack.prob({**feats, "ce": np.ones(n)})
-    )
+    ends = [np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)) for x in (lo, hi)]
+    best = np.maximum(stack.prob({**feats, "ce": ends[0]}), stack.prob({**feats, "ce": ends[1]}))
     return best >= cut
 
 

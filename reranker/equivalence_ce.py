@@ -111,16 +111,21 @@ class EquivalenceModel:
     def predict(self, claim: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(same point) for each (A, B) text pair of one claim: the mean over both orders, or
         (orders=1) the canonical order's."""
+        got = self.one_order(claim, pairs)
+        if self.orders == 2 and len(pairs):
+            got = (got + self.one_order(claim, pairs, reverse=True)) / 2
+        return got
+
+    def one_order(
+        self, claim: str, pairs: Sequence[tuple[str, str]], reverse: bool = False
+    ) -> np.ndarray:
+        """The score of each pair in its canonical order (or the reverse one): one pass each."""
         if not pairs:
             return np.zeros(0)
         ordered = [canonical(a, b) for a, b in pairs]
-        inputs = [pair_input(claim, a, b) for a, b in ordered]
-        if self.orders == 2:
-            inputs += [pair_input(claim, b, a) for a, b in ordered]
-        got = np.asarray(
-            self.model.predict(inputs, batch_size=64, show_progress_bar=False), dtype=np.float64
-        )
-        return got.reshape(self.orders, len(pairs)).mean(axis=0)
+        inputs = [pair_input(claim, *((b, a) if reverse else (a, b))) for a, b in ordered]
+        got = self.model.predict(inputs, batch_size=64, show_progress_bar=False)
+        return np.asarray(got, dtype=np.float64)
 
 
 def training_rows(claims, perspectives: dict[int, str], rng: random.Random, neg_ratio: int = 3):

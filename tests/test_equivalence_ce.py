@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -114,6 +115,50 @@ def test_pruned_pairs_give_the_same_clusters_as_scoring_all():
         assert (a[:, None] == a[None, :]).tolist() == (b[:, None] == b[None, :]).tolist()
 
 
+class _TwoOrders(EquivalenceModel):
+    """The real two-order logic over fixed per-order scores (what a trained model would return),
+    counting the passes it runs."""
+
+    def __init__(self, fwd: dict, rev: dict):
+        super().__init__(None, {}, orders=2)
+        self.scores, self.passes = {False: fwd, True: rev}, 0
+
+    def one_order(self, claim, pairs, reverse=False):
+        self.passes += len(pairs)
+        return np.array([self.scores[reverse][canonical(a, b)] for a, b in pairs])
+
+
+def test_the_reverse_pass_runs_only_where_it_could_change_a_cluster():
+    """Both orders: the reverse pass is skipped for pairs that stay below the cut whatever it
+    says; the clusters must equal those of scoring both orders of every pair."""
+    st = Stack(("cosine", "ce"), (5.0, 3.0), -4.0)
+    cut = 0.5
+    rng = np.random.default_rng(2)
+    saved = 0
+    for _ in range(50):
+        n = 9
+        iu = np.triu_indices(n, 1)
+        texts = [f"perspective {i}" for i in range(n)]
+        pairs = [(texts[a], texts[b]) for a, b in zip(*iu, strict=True)]
+        fwd = {canonical(*x): v for x, v in zip(pairs, rng.uniform(0, 1, len(pairs)), strict=True)}
+        rev = {canonical(*x): v for x, v in zip(pairs, rng.uniform(0, 1, len(pairs)), strict=True)}
+        feats = {"cosine": rng.uniform(0, 1, len(pairs))}
+        ce = _TwoOrders(fwd, rev)
+        engine = SimpleNamespace(equivalence_ce=ce, cluster_cut=lambda: cut)
+        got = Engine._ce_scores(engine, "a claim", pairs, st, feats)
+        both = np.array([(fwd[canonical(*x)] + rev[canonical(*x)]) / 2 for x in pairs])
+        assert np.allclose(got, both) == (ce.passes == 2 * len(pairs))
+        full, pruned = np.zeros((n, n)), np.zeros((n, n))
+        full[iu] = st.prob({**feats, "ce": both})
+        pruned[iu] = st.prob({**feats, "ce": got})
+        side = rng.uniform(size=n) < 0.5
+        a = complete_link(full + full.T, side, cut)
+        b = complete_link(pruned + pruned.T, side, cut)
+        assert (a[:, None] == a[None, :]).tolist() == (b[:, None] == b[None, :]).tolist()
+        saved += 2 * len(pairs) - ce.passes
+    assert saved > 0  # the reverse pass was skipped somewhere
+
+
 def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     tiny_perspectrum, tiny_pair_model, tiny_ce, tmp_path
 ):
@@ -153,8 +198,11 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
         PairModel.load(model_dir),
         EngineConfig(equivalence_ce_max_pairs=1),
     )
-    score = capped.equivalence_ce.predict
-    capped.equivalence_ce.predict = lambda c, pairs: (sent.append(len(pairs)), score(c, pairs))[1]
+    score = capped.equivalence_ce.one_order
+    capped.equivalence_ce.one_order = lambda c, pairs, reverse=False: (
+        sent.append(len(pairs)),
+        score(c, pairs, reverse),
+    )[1]
     capped.search(load_claims(tiny_perspectrum, "dev")[0].text)
     assert sent and max(sent) <= 1
 
