@@ -112,7 +112,7 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     assert 0.0 < m["thresholds"]["cluster"] < 0.6
     # each dev perspective's own paragraph is its best link (unresolvable eId 999 is ignored)
     assert all(g == [c[0][0]] for g, c in pred.t4) and scores["T4"].recall == 1.0
-    assert m["stacks"]["evidence"]["features"] == ["rrf", "cos"]
+    assert m["stacks"]["evidence"]["features"] == ["rrf", "cos", "rmargin"]
     # the search keeps exactly what T1 scored: one pipeline, evaluated and served
     thr, stacks = pe.thresholds_of(model)
     _gold, cands, feats = pred.t1[0]
