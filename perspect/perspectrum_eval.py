@@ -284,6 +284,15 @@ RELEVANCE_FEATURES = ("head", "cosine", "log_rank", "rrf")  # see engine.relevan
 EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc", "ce")
 
 
+MARGINS = (0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
+# The tightest stance margin whose T3-over-clusters F1 on the tune claims is within this of the
+# best. The margin exists to keep confident contradictions apart, which F1 barely sees: with both
+# cross-encoder orders, margins .7 and 1.0 tied on tune (74.46) and .6 scored 74.34, but .7
+# merged "animals are entitled to rights" (P(support) .82) with "Animals don't have rights."
+# (.21). Dev: .6 70.05, .7 70.61.
+MARGIN_TOLERANCE = 0.0025
+
+
 def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
     """Fit the pipeline's decisions on held-out claims: relevance and equivalence stacks
     (reranker.stack) and every threshold, each maximising its own task's F1."""
@@ -321,15 +330,16 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
             stacks["equivalence"] = stacks["equivalence"].with_threshold(thr["equivalence"])
     if _clusterable(pred) and "stance" in thr:
         # the cut and the stance margin within which perspectives may merge (engine.may_merge)
-        grid = [
-            (float(c), m)
-            for m in (0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
-            for c in np.round(np.arange(0.02, 0.6, 0.01), 3)
-        ]
-        cut, margin = max(
-            grid, key=lambda r: t3_clustered(pred, stacks, r[0], {**thr, "cluster_margin": r[1]}).f1
-        )
-        thr.update(cluster=cut, cluster_margin=margin)
+        best = {
+            m: max(
+                (t3_clustered(pred, stacks, float(c), {**thr, "cluster_margin": m}).f1, -c)
+                for c in np.round(np.arange(0.02, 0.6, 0.01), 3)
+            )
+            for m in MARGINS
+        }
+        top = max(f1 for f1, _ in best.values())
+        margin = min(m for m, (f1, _) in best.items() if f1 >= top - MARGIN_TOLERANCE)
+        thr.update(cluster=-best[margin][1], cluster_margin=margin)
     if pred.t4:
         linked = [(g, links) for g, links in pred.t4 if links]
         st = None
