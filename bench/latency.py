@@ -123,10 +123,9 @@ def main() -> int:
     )
     print("(naive 'clusters' = kept perspectives: it does not cluster)")
     if ce_passes:
-        n = ce_passes
         print(
             f"equivalence cross-encoder passes per search (engine; a pair in one order): median "
-            f"{statistics.median(n):.0f}, p95 {pct(n, 0.95)}, max {max(n)}"
+            f"{statistics.median(ce_passes):.0f}, p95 {pct(ce_passes, 0.95)}, max {max(ce_passes)}"
         )
     return 0
 

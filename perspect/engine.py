@@ -9,8 +9,8 @@
    cosine with the claim's direction removed, stance agreement and the overlap of the words each
    adds to the claim (`equivalence_features`), calibrated on held-out train claims; kept
    perspectives are merged by complete-link agglomeration (`may_merge`: across sides unless
-   their stances clearly differ), the
-   most relevant phrasing represents and the members' mean stance gives the cluster's side.
+   their stances clearly differ), the most relevant phrasing represents and the members' mean
+   stance gives the cluster's side.
    Measured on dev it beats the trained claim-conditioned head (T3 F1 62.7 vs 35.1), which remains
    the fallback for indexes without dense vectors. When the model names a dedicated equivalence
    cross-encoder (reranker.equivalence_ce), its score is one more feature, computed only for the
@@ -161,8 +161,9 @@ class Engine:
         here when not given). When the stack reads the equivalence cross-encoder, only the pairs
         that could merge are run through it (`ce_needed`; `allowed`, from `may_merge`, rules out
         pairs that may not merge); the others are returned as if it had scored 0 (which keeps a
-        pair `ce_needed` rules out below the cluster cut), so they are not estimates. Otherwise the equivalence head on pairs a lexical filter
-        (overlapping stems) proposes; other pairs get 0."""
+        pair `ce_needed` rules out below the cluster cut), so they are not estimates. Otherwise
+        the equivalence head on pairs a lexical filter (overlapping stems) proposes; other pairs
+        get 0."""
         n = len(ids)
         probs = np.zeros((n, n))
         st = self.stacks.get("equivalence")
@@ -281,7 +282,7 @@ class Engine:
         / 51.3. Computed per search, not stored: adding perspectives changes it. 0 without
         dense vectors."""
         eids = sorted({x[0] for c in chosen for x in c})
-        if not eids or self.dense is None or "dense" not in self.searcher.retrievers:
+        if not eids or self.dense is None:
             return [[(*x[:3], 0.0) for x in c] for c in chosen]
         ev = self.searcher.backend("evidence", "dense").vectors(eids)
         k = 1 + max(len(g) for g, c in zip(groups, chosen, strict=True) if c)
@@ -441,7 +442,7 @@ def link_features(links: Sequence[tuple]) -> dict[str, np.ndarray]:
     return feats
 
 
-def link_scores(links: Sequence[tuple[str, float, float]], stack: Stack | None) -> np.ndarray:
+def link_scores(links: Sequence[tuple], stack: Stack | None) -> np.ndarray:
     """P(the paragraph backs the perspective) from the evidence stack, for models whose stack has
     features; the plain cosine for models tuned before it (their cut is a cosine).
     Measured with (cut, delta, k) re-tuned for each on the tune claims, T4 F1 tune / dev:

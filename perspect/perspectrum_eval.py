@@ -47,7 +47,7 @@ class Predictions:
     t2: list[tuple[bool, float]] = field(default_factory=list)
     t3: list[tuple[bool, dict[str, float]]] = field(default_factory=list)
     # per cluster with resolvable evidence: (gold ids, its links, engine.group_links)
-    t4: list[tuple[list[int], list[tuple[int, float, float]]]] = field(default_factory=list)
+    t4: list[tuple[list[int], list[tuple]]] = field(default_factory=list)
     # per claim: (first t3 row, number of perspectives, the (a, b) index pair of each row)
     t3_claims: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
 

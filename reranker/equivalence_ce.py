@@ -36,6 +36,7 @@ from perspect.progress import NullReporter, Reporter
 
 FORMAT = "perspect.equivalence-ce/1"
 MANIFEST = "perspect_manifest.json"
+ORDERS = 2  # orders a pair is scored in (averaged); fits made before `orders` used 1
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class EquivalenceModel:
     """P(two perspectives make the same point with respect to the claim)."""
 
     def __init__(
-        self, model, manifest: dict[str, Any], source: Path | None = None, orders: int = 2
+        self, model, manifest: dict[str, Any], source: Path | None = None, orders: int = ORDERS
     ):
         if orders not in (1, 2):
             raise ModelError(f"a pair is scored in 1 or 2 orders, not {orders}")
@@ -81,7 +82,7 @@ class EquivalenceModel:
         self.orders = orders
 
     @classmethod
-    def load(cls, folder: str | Path, orders: int = 2) -> EquivalenceModel:
+    def load(cls, folder: str | Path, orders: int = ORDERS) -> EquivalenceModel:
         folder = Path(folder)
         mpath = folder / MANIFEST
         if not mpath.is_file():

@@ -246,7 +246,7 @@ def recalibrate(
     from perspect import perspectrum_eval as pe
     from perspect.engine import Engine
     from perspect.perspectrum import load_perspectives, pool_searcher
-    from reranker.equivalence_ce import attach
+    from reranker.equivalence_ce import ORDERS, attach
     from retriever.searcher import Searcher
 
     reporter = reporter or NullReporter()
@@ -259,7 +259,7 @@ def recalibrate(
     elif equivalence_model is not None:
         attach(model.manifest, model_dir, equivalence_model)
     elif "equivalence_ce" in model.manifest:  # kept; the re-fit scores pairs the current way
-        model.manifest["equivalence_ce"]["orders"] = 2
+        model.manifest["equivalence_ce"]["orders"] = ORDERS
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
