@@ -77,6 +77,7 @@ class Expansions:
         self.s = s
         self.dense = s.backend("perspectives", "dense")
         self.pids = [it.id for it in s.store("perspectives")]
+        self.pos = {p: i for i, p in enumerate(self.pids)}
         self.V = _unit(self.dense.vectors(self.pids))
         links = s.links().get(self.pids)
         self.by_eid: dict[str, list[str]] = {}
@@ -96,8 +97,7 @@ class Expansions:
         return sorted(fused.items(), key=lambda x: -x[1])
 
     def prf(self, qv: np.ndarray, hybrid: list[str], m: int = 3, alpha: float = 1.0):
-        pos = {p: i for i, p in enumerate(self.pids)}
-        q = _unit(qv[None, :])[0] + alpha * self.V[[pos[p] for p in hybrid[:m]]].mean(0)
+        q = _unit(qv[None, :])[0] + alpha * self.V[[self.pos[p] for p in hybrid[:m]]].mean(0)
         return self._top(self.V, q)
 
     def doc_expansion(self, qv: np.ndarray, beta: float = 0.5):
