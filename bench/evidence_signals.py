@@ -41,24 +41,27 @@ class Signals:
         self._lex: dict[int, list[tuple[str, float]]] = {}
 
     def rows(self, claims, signal: str):
-        """Per cluster with resolvable gold: (gold ids, links with the signal appended)."""
+        """T4 rows as `perspect eval` builds them (perspectrum_eval.predict), with the signal
+        appended to each link. The first member with links stands for the cluster in `cp_cos`."""
         out = []
+        stored = self.engine.searcher.store("evidence")
         for c in claims:
-            todo = []
-            for cl in c.clusters:
-                gold = sorted(e for e in cl.evidence if e in self.evidence)
-                pids = [str(p) for p in cl.pids if p in self.persp]
-                if gold and pids:
-                    links = [(int(x[0]), *x[1:]) for x in self.engine.group_links([pids])[0][0]]
-                    rep = next((p for p in pids if self.engine._links([p]).get(p)), pids[0])
-                    todo.append((gold, links, set(pids), f"{c.text} {self.persp[int(rep)]}"))
-            if signal == "cp_cos" and todo:
-                qs = self.edense.embed_queries([t[3] for t in todo])
-            for n, (gold, links, members, _) in enumerate(todo):
+            t4 = pe.predict(self.engine, [c], self.persp, tasks=("evidence",)).t4
+            # predict's rows are the clusters with resolvable evidence, in order
+            kept = [cl for cl in c.clusters if stored.existing([str(e) for e in cl.evidence])]
+            members = [[str(p) for p in cl.pids if p in self.persp] for cl in kept]
+            if signal == "cp_cos" and t4:
+                reps = [
+                    next((p for p in m if self.engine._links([p]).get(p)), None) for m in members
+                ]
+                qs = self.edense.embed_queries(
+                    [f"{c.text} {self.persp[int(r)] if r else ''}" for r in reps]
+                )
+            for n, ((gold, links), mem) in enumerate(zip(t4, members, strict=True)):
                 if signal == "cp_cos" and links:
                     vals = self.edense.vectors([str(x[0]) for x in links]) @ qs[n]
                 else:
-                    vals = [self.lex_rmargin(x[0], members) for x in links]
+                    vals = [self.lex_rmargin(x[0], set(mem)) for x in links]
                 out.append((gold, [(*x, float(v)) for x, v in zip(links, vals, strict=True)]))
         return out
 

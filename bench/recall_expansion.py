@@ -58,6 +58,7 @@ from retriever.searcher import Searcher  # noqa: E402
 
 KS = (15, 60)
 DEPTH = 100
+BETA = 0.5  # document expansion's share of the linked paragraph
 
 
 def recall(golds: list[list[set[str]]], ranked: list[list[str]]) -> dict[int, float]:
@@ -86,7 +87,8 @@ class Expansions:
                 self.by_eid.setdefault(eid, []).append(pid)
         first = [links.get(p, [(None,)])[0][0] for p in self.pids]
         ev = s.backend("evidence", "dense").vectors([e or "" for e in first])
-        self.first_link = _unit(ev)  # zero rows (no link) stay zero
+        # each perspective + BETA x its first linked paragraph (no link: a zero row, unchanged)
+        self.expanded = _unit(self.V + BETA * _unit(ev))
 
     def bridge(self, claim: str, n: int = 10) -> list[tuple[str, float]]:
         runs, _ = self.s.runs(claim, "evidence", DEPTH)
@@ -100,10 +102,8 @@ class Expansions:
         q = _unit(qv[None, :])[0] + alpha * self.V[[self.pos[p] for p in hybrid[:m]]].mean(0)
         return self._top(self.V, q)
 
-    def doc_expansion(self, qv: np.ndarray, beta: float = 0.5):
-        if not hasattr(self, "_X"):
-            self._X = _unit(self.V + beta * self.first_link)
-        return self._top(self._X, qv)
+    def doc_expansion(self, qv: np.ndarray):
+        return self._top(self.expanded, qv)
 
     def _top(self, M: np.ndarray, q: np.ndarray) -> list[tuple[str, float]]:
         sc = M @ (q / np.linalg.norm(q))
