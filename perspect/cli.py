@@ -571,6 +571,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
     ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
+    ep.add_argument(
+        "--reference",
+        default=None,
+        metavar="FILE",
+        help='published rows to print beside the table: {"rows": [{"system": ..., "T1": '
+        '{"precision": .., "recall": .., "f1": ..}, ...}]} (see perspect/reference_rows.py)',
+    )
     ep.add_argument("--json", action="store_true")
     ep.add_argument("-q", "--quiet", action="store_true")
     ep.set_defaults(func=cmd_eval)

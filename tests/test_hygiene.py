@@ -10,6 +10,7 @@ CORE = [
     "perspect.api",
     "perspect.cli",
     "perspect.evaluation",
+    "perspect.reference_rows",
     "perspect.perspectrum",
     "indexer.indexer",
     "indexer.news",

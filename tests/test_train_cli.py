@@ -59,10 +59,12 @@ def test_quick_profile_trains_and_saves_a_manifest(quick_model):
     assert seconds < 180  # process start, imports and model load included, on a loaded CI box
 
 
-def test_eval_prints_the_documented_json(quick_model):
+def test_eval_prints_the_documented_json(quick_model, tmp_path):
     from .conftest import PERSPECTRUM
 
     out, _ = quick_model
+    ref = tmp_path / "paper.json"
+    ref.write_text(json.dumps({"rows": [{"system": "a row", "T2": {"f1": 70.5}}]}))
     r = subprocess.run(
         [
             *perspect_cmd(),
@@ -78,6 +80,8 @@ def test_eval_prints_the_documented_json(quick_model):
             "3",
             "--retrievers",
             "bm25",  # dense vectors of the full pools would cost minutes here
+            "--reference",
+            str(ref),
             "--json",
         ],
         capture_output=True,
@@ -92,6 +96,7 @@ def test_eval_prints_the_documented_json(quick_model):
     assert set(res["T5"]) == {"f1"} and res["split"] == "dev" and res["claims"] == 3
     assert res["equivalence"] == "head"  # no dense vectors in a bm25-only index
     assert res["retrieval"]["evidence"].startswith("links")
+    assert res["reference_rows"] == [{"system": "a row", "T2": {"f1": 70.5}}]
 
 
 def test_eval_refuses_the_held_out_test_split(quick_model):
@@ -114,6 +119,23 @@ def test_eval_refuses_the_held_out_test_split(quick_model):
         text=True,
     )
     assert r.returncode == 2 and "held out" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_eval_refuses_a_bad_reference_file_before_running(quick_model, tmp_path):
+    from .conftest import PERSPECTRUM
+
+    out, _ = quick_model
+    ref = tmp_path / "paper.json"
+    ref.write_text('{"rows": [{"system": "IR", "T1": {"f1": 140}}]}')
+    t = time.perf_counter()
+    cmd = ["eval", "perspectrum", "--data", str(PERSPECTRUM), "--model", str(out)]
+    r = subprocess.run(
+        [*perspect_cmd(), *cmd, "--reference", str(ref)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "paper.json" in r.stderr and "0-100" in r.stderr
+    assert "Traceback" not in r.stderr and time.perf_counter() - t < 60
 
 
 def test_eval_without_a_model_says_how_to_train(tmp_path):
