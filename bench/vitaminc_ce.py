@@ -30,9 +30,14 @@ training ran 411 steps of 32 pairs (0.69 epoch of 19,144 pairs, 128 tokens); the
 | vc_info alone | 44.0 | 44.1 |
 | shipped + vc_info | 51.4 | 52.2 |
 
+Trained on for one more epoch (`--base models/verdict-vitaminc --minutes 45 --lr 3e-5`: 599 steps,
+41 min, mean loss 0.825), held out: accuracy 56.2, macro F1 52.4. T4 tune / dev: vc_sup alone 43.9
+/ 45.3, shipped + vc_sup 51.7 / 52.1; vc_info alone 44.0 / 45.4, shipped + vc_info 51.8 / 52.0
+(shipped 51.0 / 52.1 in the same run).
+
 No gain: the verifier ranks the links worse than the shipped stack does, and adding it moves dev by
--0.6 / +0.1. Scoring took 6 minutes for the 852 tune and dev clusters (12 sentences at most per
-paragraph). The verifier is weak after 0.7 epoch. But the in-domain evidence cross-encoder
+-0.6 to +0.1 after 0.7 epoch and by 0.0 to -0.1 after 1.7. Scoring took 6 minutes for the 852 tune and dev clusters (12 sentences at most per
+paragraph). The verifier is still weak after 1.7 epochs. But the in-domain evidence cross-encoder
 (bench/evidence_ce.py), which did learn, also added nothing on dev. Not in the pipeline.
 """
 
