@@ -19,8 +19,8 @@ printed beside the shipped stack, computed in the same run (bench/evidence_signa
 
 Measured (2026-11-22, eighth session; slow VM, a 10^7-step Python loop took 2.9 s): 30 minutes of
 training ran 411 steps of 32 pairs (0.69 epoch of 19,144 pairs, 128 tokens); the logged loss went
-1.07 -> 0.90 (mean 0.965). Held out (2,021 pairs of 169 pages): accuracy 55.4 against 50.2 for the majority class, macro F1
-39.3, 47 pairs/s. T4, 3 links, tune / dev F1 (dev P / R):
+1.07 -> 0.90 (mean 0.965). Held out (2,021 pairs of 169 pages): accuracy 55.4 against 50.2 for
+the majority class, macro F1 39.3, 47 pairs/s. T4, 3 links, tune / dev F1 (dev P / R):
 
 | evidence stack | tune | dev |
 |---|---|---|
@@ -36,8 +36,8 @@ Trained on for one more epoch (`--base models/verdict-vitaminc --minutes 45 --lr
 (shipped 51.0 / 52.1 in the same run).
 
 No gain: the verifier ranks the links worse than the shipped stack does, and adding it moves dev by
--0.6 to +0.1 after 0.7 epoch and by 0.0 to -0.1 after 1.7. Scoring took 6 minutes for the 852 tune and dev clusters (12 sentences at most per
-paragraph). The verifier is still weak after 1.7 epochs. But the in-domain evidence cross-encoder
+-0.6 to +0.1 after 0.7 epoch and by 0.0 to -0.1 after 1.7. Scoring took 6 minutes for the 852
+tune and dev clusters (12 sentences at most per paragraph). The verifier is still weak after 1.7 epochs. But the in-domain evidence cross-encoder
 (bench/evidence_ce.py), which did learn, also added nothing on dev. Not in the pipeline.
 """
 
