@@ -79,7 +79,9 @@ def main() -> int:
     ):
         h = held(claims, persp, links, store)
         print(
-            f"| {name} | {len(h['gold'])} | {np.mean(h['members']):.2f} | {np.mean(h['gold']):.2f} | "
+            f"| {name} | {len(h['gold'])} | "
+            + " | ".join(f"{np.mean(h[k]):.2f}" for k in ("members", "gold"))
+            + " | "
             + " | ".join(f"{np.mean(h[k]):.3f}" for k in ("first3", "each1", "each2"))
             + " |"
         )

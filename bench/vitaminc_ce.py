@@ -37,8 +37,9 @@ Trained on for one more epoch (`--base models/verdict-vitaminc --minutes 45 --lr
 
 No gain: the verifier ranks the links worse than the shipped stack does, and adding it moves dev by
 -0.6 to +0.1 after 0.7 epoch and by 0.0 to -0.1 after 1.7. Scoring took 6 minutes for the 852
-tune and dev clusters (12 sentences at most per paragraph). The verifier is still weak after 1.7 epochs. But the in-domain evidence cross-encoder
-(bench/evidence_ce.py), which did learn, also added nothing on dev. Not in the pipeline.
+tune and dev clusters (12 sentences at most per paragraph). The verifier is still weak after 1.7
+epochs. But the in-domain evidence cross-encoder (bench/evidence_ce.py), which did learn, also added
+nothing on dev. Not in the pipeline.
 """
 
 from __future__ import annotations
