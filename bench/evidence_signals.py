@@ -54,6 +54,7 @@ class Signals:
         self.pbm25 = engine.searcher.backend("perspectives", "bm25")
         self._lex: dict[int, list[tuple[str, float]]] = {}
         self._plan = None
+        self._clusters: dict = {}
         self.tau = TAU
 
     def assignment(self, iters: int = 20):
@@ -73,30 +74,41 @@ class Signals:
             self._plan = ({p: i for i, p in enumerate(pids)}, {e: j for j, e in enumerate(eids)}, K)
         return self._plan
 
-    def rows(self, claims, signal: str):
-        """T4 rows as `perspect eval` builds them (perspectrum_eval.predict), with the signal
-        appended to each link. The first member with links stands for the cluster in `cp_cos`."""
-        out = []
-        stored = self.engine.searcher.store("evidence")
-        for c in claims:
-            t4 = pe.predict(self.engine, [c], self.persp, tasks=("evidence",)).t4
+    def clusters(self, claim):
+        """The claim's T4 rows as `perspect eval` builds them (perspectrum_eval.predict), each
+        as (gold, links, members, representative): the members are the cluster's perspective
+        ids, the representative the first member with links (None if none has). Computed once
+        per claim, whichever signals are asked for."""
+        if claim.cid not in self._clusters:
+            stored = self.engine.searcher.store("evidence")
+            t4 = pe.predict(self.engine, [claim], self.persp, tasks=("evidence",)).t4
             # predict's rows are the clusters with resolvable evidence, in order
-            kept = [cl for cl in c.clusters if stored.existing([str(e) for e in cl.evidence])]
-            members = [[str(p) for p in cl.pids if p in self.persp] for cl in kept]
-            if signal == "cp_cos" and t4:
-                reps = [
-                    next((p for p in m if self.engine._links([p]).get(p)), None) for m in members
-                ]
+            kept = [cl for cl in claim.clusters if stored.existing([str(e) for e in cl.evidence])]
+            out = []
+            for (gold, links), cl in zip(t4, kept, strict=True):
+                mem = [str(p) for p in cl.pids if p in self.persp]
+                rep = next((p for p in mem if self.engine._links([p]).get(p)), None)
+                out.append((gold, links, mem, rep))
+            self._clusters[claim.cid] = out
+        return self._clusters[claim.cid]
+
+    def rows(self, claims, signal: str):
+        """T4 rows with the signal appended to each link. The representative member stands
+        for the cluster in `cp_cos`."""
+        out = []
+        for c in claims:
+            rows = self.clusters(c)
+            if signal == "cp_cos" and rows:
                 qs = self.edense.embed_queries(
-                    [f"{c.text} {self.persp[int(r)] if r else ''}" for r in reps]
+                    [f"{c.text} {self.persp[int(r)] if r else ''}" for *_, r in rows]
                 )
-            for n, ((gold, links), mem) in enumerate(zip(t4, members, strict=True)):
+            for n, (gold, links, mem, _) in enumerate(rows):
                 if signal == "cp_cos" and links:
                     vals = self.edense.vectors([str(x[0]) for x in links]) @ qs[n]
                 elif signal == "sinkhorn":
                     prow, ecol, K = self.assignment()
-                    rows = [prow[m] for m in mem if m in prow]
-                    vals = [float(K[rows, ecol[str(x[0])]].max()) if rows else 0.0 for x in links]
+                    idx = [prow[m] for m in mem if m in prow]
+                    vals = [float(K[idx, ecol[str(x[0])]].max()) if idx else 0.0 for x in links]
                 else:
                     vals = [self.lex_rmargin(x[0], set(mem)) for x in links]
                 out.append((gold, [(*x, float(v)) for x, v in zip(links, vals, strict=True)]))
@@ -124,6 +136,31 @@ def t4(tune_rows, dev_rows, names):
     return pe._t4(t, *rule, stacks["evidence"]), pe._t4(d, *rule, stacks["evidence"]), rule
 
 
+BASE = ("rrf", "cos", "rmargin")  # the shipped evidence stack
+
+
+def setup(args):
+    """The engine's signals and the tune and dev claims, as --data, --index, --model, --links and
+    --limit say (bench/vitaminc_ce.py runs its verifier through the same)."""
+    persp, evidence = load_perspectives(args.data), load_evidence(args.data)
+    tune = tune_claims_of(args.data)[0][: args.limit]
+    dev = load_claims(args.data, "dev")[: args.limit]
+    cfg = EngineConfig(evidence_per_cluster=args.links)
+    sig = Signals(Engine(Searcher(args.index), PairModel.load(args.model), cfg), persp, evidence)
+    return sig, tune, dev
+
+
+def print_rows(tune_rows, dev_rows, variants) -> None:
+    """One table row per (stack feature names, label): fitted on tune, reported on dev."""
+    for names, label in variants:
+        a, b, rule = t4(tune_rows, dev_rows, names)
+        print(
+            f"| {label} | {100 * a.f1:.1f} | {100 * b.precision:.1f} / {100 * b.recall:.1f} "
+            f"/ {100 * b.f1:.1f} | {rule} |",
+            flush=True,
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "perspectrum"))
@@ -137,24 +174,13 @@ def main() -> int:
     if not (Path(args.data) / "perspectrum_with_answers_v1.0.json").is_file():
         print(f"skip: no PERSPECTRUM data in {args.data}")
         return 0
-    persp, evidence = load_perspectives(args.data), load_evidence(args.data)
-    tune = tune_claims_of(args.data)[0][: args.limit]
-    dev = load_claims(args.data, "dev")[: args.limit]
-    cfg = EngineConfig(evidence_per_cluster=args.links)
-    sig = Signals(Engine(Searcher(args.index), PairModel.load(args.model), cfg), persp, evidence)
+    sig, tune, dev = setup(args)
     sig.tau = args.tau
-    base = ("rrf", "cos", "rmargin")
     print("| evidence stack | tune T4 F1 | dev T4 P / R / F1 | rule |\n|---|---|---|---|")
     for i, signal in enumerate(args.signals.split(",")):
         tr, dr = sig.rows(tune, signal), sig.rows(dev, signal)
-        variants = ((base, "shipped stack"),) if i == 0 else ()
-        for names, label in (*variants, ((*base, "ce"), f"+ {signal}")):
-            a, b, rule = t4(tr, dr, names)
-            print(
-                f"| {label} | {100 * a.f1:.1f} | {100 * b.precision:.1f} / {100 * b.recall:.1f} "
-                f"/ {100 * b.f1:.1f} | {rule} |",
-                flush=True,
-            )
+        variants = ((BASE, "shipped stack"),) if i == 0 else ()
+        print_rows(tr, dr, (*variants, ((*BASE, "ce"), f"+ {signal}")))
     return 0
 
 

@@ -76,33 +76,19 @@ def load_vitaminc(path: Path, held_share: float = 0.1, seed: int = 13):
 
 
 def train(rows, base: str, tmp: str, minutes: float, max_length: int, lr: float, epochs: int):
-    import torch
-    from datasets import Dataset
-    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
-    from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
+    from reranker.st_training import train_cross_encoder
 
-    from reranker.st_training import budget_callback, training_args
-
-    torch.manual_seed(13)
-    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
-    model = CrossEncoder(base, num_labels=3, max_length=max_length, device="cpu")
-    args = training_args(
+    model, trainer, res = train_cross_encoder(
+        rows,
+        base,
         tmp,
-        cross_encoder=True,
-        num_train_epochs=epochs,
-        per_device_train_batch_size=32,
-        learning_rate=lr,
-        warmup_steps=0.1,
-        seed=13,
+        max_length=max_length,
+        batch_size=32,
+        lr=lr,
+        epochs=epochs,
+        max_seconds=minutes * 60,
+        num_labels=len(LABELS),
     )
-    trainer = CrossEncoderTrainer(
-        model=model,
-        args=args,
-        train_dataset=data,
-        loss=CrossEntropyLoss(model),
-        callbacks=[budget_callback(minutes * 60, lambda n=1: None)],
-    )
-    res = trainer.train()
     return model, trainer.state.global_step, float(res.training_loss)
 
 
@@ -152,18 +138,11 @@ class VerdictSignals:
         return self._cache[key]
 
     def rows(self, claims, value: str):
-        from perspect import perspectrum_eval as pe
-
-        engine, persp = self.sig.engine, self.sig.persp
-        stored = engine.searcher.store("evidence")
+        persp = self.sig.persp
         out = []
         for c in claims:
-            t4 = pe.predict(engine, [c], persp, tasks=("evidence",)).t4
-            kept = [cl for cl in c.clusters if stored.existing([str(e) for e in cl.evidence])]
-            for (gold, links), cl in zip(t4, kept, strict=True):
-                members = [p for p in cl.pids if p in persp]
-                rep = next((p for p in members if engine._links([str(p)]).get(str(p))), None)
-                text = persp[rep] if rep is not None else (persp[members[0]] if members else "")
+            for gold, links, mem, rep in self.sig.clusters(c):
+                text = persp[int(rep or mem[0])] if (rep or mem) else ""
                 vals = []
                 for x in links:
                     p = self.link_probs(text, x[0])
@@ -227,33 +206,17 @@ def main() -> int:
     if args.no_t4 or not (pdata / "perspectrum_with_answers_v1.0.json").is_file():
         return 0
 
-    from evidence_signals import Signals, t4
+    from evidence_signals import BASE, print_rows, setup
 
-    from perspect.engine import Engine, EngineConfig
-    from perspect.perspectrum import load_claims, load_evidence, load_perspectives
-    from reranker.model import PairModel
-    from reranker.train import tune_claims_of
-    from retriever.searcher import Searcher
-
-    persp, evidence = load_perspectives(args.data), load_evidence(args.data)
-    tune = tune_claims_of(args.data)[0][: args.limit]
-    dev = load_claims(args.data, "dev")[: args.limit]
-    cfg = EngineConfig(evidence_per_cluster=args.links)
-    sig = Signals(Engine(Searcher(args.index), PairModel.load(args.model), cfg), persp, evidence)
+    sig, tune, dev = setup(args)
     vs = VerdictSignals(sig, model)
-    base = ("rrf", "cos", "rmargin")
     print("| evidence stack | tune T4 F1 | dev T4 P / R / F1 | rule |\n|---|---|---|---|")
     for i, value in enumerate(("vc_sup", "vc_info")):
         t = time.perf_counter()
         tr, dr = vs.rows(tune, value), vs.rows(dev, value)
-        variants = ((base, "shipped stack"),) if i == 0 else ()
-        for names, label in (*variants, (("ce",), f"{value} alone"), ((*base, "ce"), f"+ {value}")):
-            a, b, rule = t4(tr, dr, names)
-            print(
-                f"| {label} | {100 * a.f1:.1f} | {100 * b.precision:.1f} / {100 * b.recall:.1f} "
-                f"/ {100 * b.f1:.1f} | {rule} |",
-                flush=True,
-            )
+        variants = ((BASE, "shipped stack"),) if i == 0 else ()
+        alone = (("ce",), f"{value} alone")
+        print_rows(tr, dr, (*variants, alone, ((*BASE, "ce"), f"+ {value}")))
         print(f"({value}: rows in {time.perf_counter() - t:.0f} s)", flush=True)
     return 0
 

@@ -74,17 +74,21 @@ def train_cross_encoder(
     seed: int = 13,
     max_seconds: float = float("inf"),
     advance: Callable[[int], Any] = lambda n=1: None,
+    num_labels: int = 1,
 ):
-    """A binary sentence-transformers CrossEncoder trained on (text a, text b, label) rows under a
-    wall-clock budget; returns (model, trainer, train result). Loading `base` may raise OSError."""
+    """A sentence-transformers CrossEncoder trained on (text a, text b, label) rows under a
+    wall-clock budget; returns (model, trainer, train result). Binary (a float label, BCE) by
+    default; `num_labels` > 1 takes class indices (cross-entropy). Loading `base` may raise
+    OSError."""
     import torch
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, CrossEntropyLoss
 
     torch.manual_seed(seed)
     data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
-    model = CrossEncoder(base, num_labels=1, max_length=max_length, device="cpu")
+    model = CrossEncoder(base, num_labels=num_labels, max_length=max_length, device="cpu")
+    loss = BinaryCrossEntropyLoss(model) if num_labels == 1 else CrossEntropyLoss(model)
     args = training_args(
         tmp,
         cross_encoder=True,
@@ -98,7 +102,7 @@ def train_cross_encoder(
         model=model,
         args=args,
         train_dataset=data,
-        loss=BinaryCrossEntropyLoss(model),
+        loss=loss,
         callbacks=[budget_callback(max_seconds, advance)],
     )
     return model, trainer, trainer.train()
