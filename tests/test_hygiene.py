@@ -16,6 +16,7 @@ CORE = [
     "indexer.news",
     "retriever.searcher",
     "retriever.bm25",
+    "retriever.packaged",
     "reranker",
 ]
 
