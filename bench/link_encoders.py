@@ -40,14 +40,17 @@ encoding (and 440 MB of weights) a build would pay, so the index does not use it
 
 Perspectives (`--perspectives`, dev 139 claims, same run): R@15 / R@60 of BM25 .496 / .662,
 dense .611 / .791, mpnet alone .611 / .811, hybrid BM25 + dense .590 / .772, the same hybrid +
-mpnet .621 / .815; mpnet in place of dense .611 / .788. mpnet encodes a claim in 69 ms here
-(PyTorch), against the 30 ms target for a whole perspective query.
+mpnet .621 / .815; mpnet in place of dense .611 / .788. mpnet encodes a claim in 69-82 ms here
+(PyTorch), against the 30 ms target for a whole perspective query. BM25 pulls the plain fusion
+below dense alone; RRF weights per leg tuned for R@15 on the 82 tune claims (grid 0-1 by .25):
+BM25 .25 + dense 1 .613 / .799, BM25 .75 + dense 1 + mpnet 1 .632 / .815 (dev).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -263,42 +266,79 @@ def main() -> int:
 KS = (10, 15, 30, 60)
 
 
-def perspective_recall(searcher: Searcher, other: Space, encoder: str, max_length: int, data):
-    """Recall@k of gold clusters (bench/retrieval.py's measure) with and without the encoder."""
-    dev = load_claims(data, "dev")
-    model = load_encoder(encoder, max_length)
-    qv = encode(model, [c.text for c in dev], batch_size=32)
-    t0 = time.perf_counter()
-    for c in dev[:20]:
-        encode(model, [c.text], batch_size=1)
-    enc_ms = (time.perf_counter() - t0) / 20 * 1000
-    rows: dict[str, list[list[float]]] = {}
-    for c, v in zip(dev, qv, strict=True):
-        gold = [{str(p) for p in cl.pids} for cl in c.clusters]
+def legs_of(claims, searcher: Searcher, other: Space, model) -> list[tuple[list[set], dict]]:
+    """Per claim: its gold clusters and each leg's top 100 (the index's retrievers + encoder)."""
+    qv = encode(model, [c.text for c in claims], batch_size=32)
+    out = []
+    for c, v in zip(claims, qv, strict=True):
         runs, _ = searcher.runs(c.text, "perspectives", 100)
         s = other.p @ v
         top = np.argsort(-s)[:100]
-        mine = [(other.pids[i], float(s[i])) for i in top]
-        named = dict(zip(searcher.retrievers, runs, strict=True))
-        cands = {
-            **named,
-            "encoder": mine,
-            "hybrid (index)": rrf(runs, k=60, limit=100),
-            "hybrid + encoder": rrf([*runs, mine], k=60, limit=100),
-        }
-        if "dense" in named:
-            legs = [r for k, r in named.items() if k != "dense"]
-            cands["hybrid, encoder for dense"] = rrf([*legs, mine], k=60, limit=100)
-        for name, run in cands.items():
-            ids = [i for i, _ in run]
-            rows.setdefault(name, []).append(
-                [sum(1 for g in gold if g & set(ids[:k])) / len(gold) for k in KS]
-            )
-    print(f"\nperspectives, dev {len(dev)} claims; encoder query encoding {enc_ms:.0f} ms a claim")
-    print("| retriever | " + " | ".join(f"R@{k}" for k in KS) + " |")
-    print("|---|" + "---|" * len(KS))
-    for name, r in rows.items():
-        print(f"| {name} | " + " | ".join(f"{x:.3f}" for x in np.mean(r, axis=0)) + " |")
+        legs = dict(zip(searcher.retrievers, runs, strict=True))
+        legs["encoder"] = [(other.pids[i], float(s[i])) for i in top]
+        out.append(([{str(p) for p in cl.pids} for cl in c.clusters], legs))
+    return out
+
+
+def weighted_rrf(legs: dict, weights: dict[str, float], k: int = 60) -> list[str]:
+    """RRF with a weight per leg (weight 0 drops the leg)."""
+    fused: dict[str, float] = {}
+    for name, w in weights.items():
+        for rank, (doc, _) in enumerate(legs[name], start=1):
+            fused[doc] = fused.get(doc, 0.0) + w / (k + rank)
+    return [d for d, _ in sorted(fused.items(), key=lambda x: -x[1])]
+
+
+def recall_at(rows, pick) -> np.ndarray:
+    return np.mean(
+        [
+            [sum(1 for g in gold if g & set(pick(legs)[:k])) / len(gold) for k in KS]
+            for gold, legs in rows
+        ],
+        axis=0,
+    )
+
+
+def perspective_recall(searcher: Searcher, other: Space, encoder: str, max_length: int, data):
+    """Recall@k of gold clusters (bench/retrieval.py's measure) with and without the encoder, and
+    with per-leg RRF weights tuned for R@15 on the tune claims."""
+    model = load_encoder(encoder, max_length)
+    dev = legs_of(load_claims(data, "dev"), searcher, other, model)
+    tune = legs_of(tune_claims_of(data)[0], searcher, other, model)
+    t0 = time.perf_counter()
+    for c in load_claims(data, "dev")[:20]:
+        encode(model, [c.text], batch_size=1)
+    enc_ms = (time.perf_counter() - t0) / 20 * 1000
+    index_legs = list(searcher.retrievers)
+    picks = {
+        name: (lambda legs, n=name: [d for d, _ in legs[n]]) for name in [*index_legs, "encoder"]
+    }
+    picks["hybrid (index)"] = lambda legs: weighted_rrf(legs, dict.fromkeys(index_legs, 1.0))
+    picks["hybrid + encoder"] = lambda legs: weighted_rrf(
+        legs, dict.fromkeys([*index_legs, "encoder"], 1.0)
+    )
+    grid = (0.0, 0.25, 0.5, 0.75, 1.0)
+    for with_encoder in (False, True):
+        names = [*index_legs, "encoder"] if with_encoder else index_legs
+        best = max(
+            (
+                dict(zip(names, ws, strict=True))
+                for ws in itertools.product(grid, repeat=len(names))
+                if max(ws) == 1.0
+            ),
+            key=lambda w: recall_at(tune, lambda legs, w=w: weighted_rrf(legs, w))[1],
+        )
+        label = ", ".join(f"{n} {w:g}" for n, w in best.items())
+        picks[f"weighted, tuned ({label})"] = lambda legs, w=best: weighted_rrf(legs, w)
+    print(
+        f"\nperspectives, tune {len(tune)} / dev {len(dev)} claims; encoder query encoding "
+        f"{enc_ms:.0f} ms a claim"
+    )
+    print("| retriever | R@15 tune | " + " | ".join(f"R@{k} dev" for k in KS) + " |")
+    print("|---|---|" + "---|" * len(KS))
+    for name, pick in picks.items():
+        d, t = recall_at(dev, pick), recall_at(tune, pick)
+        print(f"| {name} | {t[1]:.3f} | " + " | ".join(f"{x:.3f}" for x in d) + " |")
 
 
 if __name__ == "__main__":
