@@ -64,6 +64,7 @@ from indexer.links import DEPTH, RRF_K  # noqa: E402
 from perspect.engine import backed_links  # noqa: E402
 from perspect.evaluation import claim_pr, macro  # noqa: E402
 from perspect.perspectrum import load_claims  # noqa: E402
+from perspect.perspectrum_eval import EVIDENCE_RULES  # noqa: E402
 from reranker.stack import fit as fit_stack  # noqa: E402
 from reranker.train import tune_claims_of  # noqa: E402
 from retriever.dense import encode, load_encoder  # noqa: E402
@@ -71,12 +72,6 @@ from retriever.fusion import rrf  # noqa: E402
 from retriever.searcher import Searcher  # noqa: E402
 
 SHOWN = 3  # links the engine shows per cluster (EngineConfig.evidence_per_cluster)
-RULES = [
-    (float(c), d, k)
-    for c in np.round(np.arange(0.0, 0.9, 0.02), 3)
-    for d in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
-    for k in (1, 2, 3)
-]
 
 
 class Space:
@@ -154,19 +149,19 @@ def clusters(claims, searcher: Searcher):
     for c in claims:
         for cl in c.clusters:
             gold = sorted(estore.existing([str(e) for e in cl.evidence]))
-            members = sorted(pstore.existing([str(p) for p in cl.pids]), key=int)
-            if gold and members:
-                out.append((gold, [str(p) for p in cl.pids if str(p) in members]))
+            present = pstore.existing([str(p) for p in cl.pids])
+            if gold and present:
+                out.append((gold, [str(p) for p in cl.pids if str(p) in present]))
     return out
 
 
-def rows_for(cl, spaces: list[Space], link_spaces: list[Space], bm25):
-    """The first member's links from `link_spaces` + BM25 and each link's features."""
+def rows_for(cl, spaces: list[Space], link_spaces: list[Space], bm25_runs: dict[str, list]):
+    """The first member's links from `link_spaces` + its BM25 run, and each link's features."""
     out = []
     for gold, members in cl:
         rep, group = members[0], set(members)
         runs = [s.evidence_run(rep, DEPTH) for s in link_spaces]
-        runs.append(bm25.search(bm25_text[rep], DEPTH))
+        runs.append(bm25_runs[rep])
         fused = rrf([r for r in runs if r], k=RRF_K, limit=SHOWN)
         feats = []
         for eid, score in fused:
@@ -181,6 +176,8 @@ def rows_for(cl, spaces: list[Space], link_spaces: list[Space], bm25):
 
 
 def t4(rows, stack, rule):
+    """perspectrum_eval._t4 over named features: engine.link_features names link values by
+    position and knows no second encoder's cos2 / rmargin2."""
     res = []
     for gold, links in rows:
         if not links:
@@ -198,15 +195,12 @@ def fit_and_score(tune_rows, dev_rows, names):
     X = np.array([[f[n] for n in names] for _, links in tune_rows for _, f in links])
     y = np.array([eid in gold for gold, links in tune_rows for eid, _ in links])
     st = fit_stack(names, X, y)
-    rule = max(RULES, key=lambda r: (t4(tune_rows, st, r).f1, -r[2], -r[1]))
+    rule = max(EVIDENCE_RULES, key=lambda r: (t4(tune_rows, st, r).f1, -r[2], -r[1]))
     return t4(tune_rows, st, rule), t4(dev_rows, st, rule), rule
 
 
 def held(rows) -> float:
     return float(np.mean([len({e for e, _ in links} & set(g)) / len(g) for g, links in rows]))
-
-
-bm25_text: dict[str, str] = {}
 
 
 def main() -> int:
@@ -232,12 +226,15 @@ def main() -> int:
     if "dense" not in searcher.retrievers or "evidence" not in searcher.pools:
         print(f"index {args.index} needs a dense retriever and an evidence pool")
         return 1
-    bm25 = searcher.backend("evidence", "bm25")
-    bm25_text.update({i.id: i.text for i in searcher.store("perspectives")})
     shipped = index_space(searcher)
     other = cached_space(args.encoder, args.max_length, searcher)
     tune = clusters(tune_claims_of(args.data)[0], searcher)
     dev = clusters(load_claims(args.data, "dev"), searcher)
+    # each representative's BM25 run over the evidence pool, shared by every configuration
+    bm25 = searcher.backend("evidence", "bm25")
+    reps = sorted({members[0] for _, members in [*tune, *dev]})
+    texts = searcher.store("perspectives").get_many(reps)
+    bm25_runs = {p: bm25.search(texts[p].text, DEPTH) for p in reps}
     base = ("rrf", "cos", "rmargin")
     both = (*base, "cos2", "rmargin2")
     configs = [
@@ -250,8 +247,8 @@ def main() -> int:
     print("| links, stack | held tune / dev | T4 tune | T4 dev (P / R / F1) | rule |")
     print("|---|---|---|---|---|")
     for name, spaces, link_spaces, names in configs:
-        tr = rows_for(tune, spaces, link_spaces, bm25)
-        dr = rows_for(dev, spaces, link_spaces, bm25)
+        tr = rows_for(tune, spaces, link_spaces, bm25_runs)
+        dr = rows_for(dev, spaces, link_spaces, bm25_runs)
         ft, fd, rule = fit_and_score(tr, dr, names)
         print(
             f"| {name} | {held(tr):.3f} / {held(dr):.3f} | {100 * ft.f1:.1f} | "
@@ -280,41 +277,38 @@ def legs_of(claims, searcher: Searcher, other: Space, model) -> list[tuple[list[
     return out
 
 
-def weighted_rrf(legs: dict, weights: dict[str, float], k: int = 60) -> list[str]:
-    """RRF with a weight per leg (weight 0 drops the leg)."""
-    fused: dict[str, float] = {}
-    for name, w in weights.items():
-        for rank, (doc, _) in enumerate(legs[name], start=1):
-            fused[doc] = fused.get(doc, 0.0) + w / (k + rank)
-    return [d for d, _ in sorted(fused.items(), key=lambda x: -x[1])]
+def fused(legs: dict, weights: dict[str, float]) -> list[str]:
+    """Weighted RRF (k=60, as the searcher) of the named legs."""
+    names = list(weights)
+    return [d for d, _ in rrf([legs[n] for n in names], k=60, weights=[weights[n] for n in names])]
 
 
 def recall_at(rows, pick) -> np.ndarray:
-    return np.mean(
-        [
-            [sum(1 for g in gold if g & set(pick(legs)[:k])) / len(gold) for k in KS]
-            for gold, legs in rows
-        ],
-        axis=0,
-    )
+    """Mean recall@k of gold clusters over claims; `pick(legs)` ranks each claim's ids once."""
+    out = []
+    for gold, legs in rows:
+        ids = pick(legs)
+        out.append([sum(1 for g in gold if g & set(ids[:k])) / len(gold) for k in KS])
+    return np.mean(out, axis=0)
 
 
 def perspective_recall(searcher: Searcher, other: Space, encoder: str, max_length: int, data):
     """Recall@k of gold clusters (bench/retrieval.py's measure) with and without the encoder, and
     with per-leg RRF weights tuned for R@15 on the tune claims."""
     model = load_encoder(encoder, max_length)
-    dev = legs_of(load_claims(data, "dev"), searcher, other, model)
+    dev_claims = load_claims(data, "dev")
+    dev = legs_of(dev_claims, searcher, other, model)
     tune = legs_of(tune_claims_of(data)[0], searcher, other, model)
     t0 = time.perf_counter()
-    for c in load_claims(data, "dev")[:20]:
+    for c in dev_claims[:20]:
         encode(model, [c.text], batch_size=1)
     enc_ms = (time.perf_counter() - t0) / 20 * 1000
     index_legs = list(searcher.retrievers)
     picks = {
         name: (lambda legs, n=name: [d for d, _ in legs[n]]) for name in [*index_legs, "encoder"]
     }
-    picks["hybrid (index)"] = lambda legs: weighted_rrf(legs, dict.fromkeys(index_legs, 1.0))
-    picks["hybrid + encoder"] = lambda legs: weighted_rrf(
+    picks["hybrid (index)"] = lambda legs: fused(legs, dict.fromkeys(index_legs, 1.0))
+    picks["hybrid + encoder"] = lambda legs: fused(
         legs, dict.fromkeys([*index_legs, "encoder"], 1.0)
     )
     grid = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -326,10 +320,10 @@ def perspective_recall(searcher: Searcher, other: Space, encoder: str, max_lengt
                 for ws in itertools.product(grid, repeat=len(names))
                 if max(ws) == 1.0
             ),
-            key=lambda w: recall_at(tune, lambda legs, w=w: weighted_rrf(legs, w))[1],
+            key=lambda w: recall_at(tune, lambda legs, w=w: fused(legs, w))[1],
         )
         label = ", ".join(f"{n} {w:g}" for n, w in best.items())
-        picks[f"weighted, tuned ({label})"] = lambda legs, w=best: weighted_rrf(legs, w)
+        picks[f"weighted, tuned ({label})"] = lambda legs, w=best: fused(legs, w)
     print(
         f"\nperspectives, tune {len(tune)} / dev {len(dev)} claims; encoder query encoding "
         f"{enc_ms:.0f} ms a claim"

