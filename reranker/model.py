@@ -61,6 +61,22 @@ def load_encoder(name: str):
     return tok, enc
 
 
+def freeze_lower(encoder: nn.Module, train_layers: int | None) -> None:
+    """Train only the top `train_layers` transformer layers (and what sits above them).
+
+    Why: the shipped bundle then holds those layers, not the whole encoder (the frozen rest comes
+    from the base's registry package, unchanged bit for bit), and backward stops halfway, which is
+    a third of a CPU step. None trains everything."""
+    if train_layers is None:
+        return
+    layers = encoder.encoder.layer
+    for p in encoder.embeddings.parameters():
+        p.requires_grad_(False)
+    for layer in layers[: max(0, len(layers) - train_layers)]:
+        for p in layer.parameters():
+            p.requires_grad_(False)
+
+
 class MultiHeadCrossEncoder(nn.Module):
     def __init__(self, encoder: nn.Module, tasks: Sequence[str] = TASKS):
         super().__init__()

@@ -25,7 +25,7 @@ import torch
 
 from perspect.progress import NullReporter, Reporter
 from reranker.data import Example, build_examples
-from reranker.model import TASKS, PairModel
+from reranker.model import TASKS, PairModel, freeze_lower
 from reranker.stack import logit
 
 
@@ -47,6 +47,9 @@ class Profile:
     # passes over a task's (capped) pairs; 1 where absent. Stance underfits in one pass (train
     # loss .59): two more passes from the full model took dev AUROC from .677 to .744.
     epochs: dict[str, int] = field(default_factory=dict)
+    # top encoder layers trained (None: all). Three of MiniLM's six keep the shipped bundle small
+    # (reranker.model.freeze_lower); a continued model keeps the same frozen floor.
+    train_layers: int | None = 3
 
 
 PROFILES = {
@@ -56,7 +59,7 @@ PROFILES = {
         max_tune_claims=4,
         caps={"relevance": 96, "stance": 48, "equivalence": 48, "evidence": 24},
         batch_size=16,
-        lr=5e-5,
+        lr=1e-4,
         max_minutes=0.3,
         k_persp=8,
         retrievers=("bm25",),  # the dense encoder would cost ~3 min over the full pools
@@ -71,7 +74,7 @@ PROFILES = {
         max_tune_claims=None,
         caps={"relevance": 6000, "stance": 6500},
         batch_size=32,
-        lr=2e-5,
+        lr=4e-5,
         max_minutes=25.0,
         retrievers=("bm25",),  # decisions are re-fitted on the real index afterwards (calibrate)
         dev_eval=False,
@@ -83,7 +86,7 @@ PROFILES = {
         max_tune_claims=None,
         caps={"relevance": 13000, "stance": 6500, "equivalence": 8000, "evidence": 3000},
         batch_size=32,
-        lr=5e-5,
+        lr=1e-4,  # twice the full fine-tune's: only the top three layers move
         max_minutes=26.0,
     ),
 }
@@ -131,7 +134,8 @@ def train_steps(
 ) -> dict[str, Any]:
     net = model.net
     net.train()
-    opt = torch.optim.AdamW(net.parameters(), lr=profile.lr, weight_decay=0.01)
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=profile.lr, weight_decay=0.01)
     budget = profile.max_minutes * 60
     t0 = time.perf_counter()
     losses: dict[str, list[float]] = {}
@@ -152,7 +156,7 @@ def train_steps(
             y = torch.tensor([e.label for e in batch], dtype=logits.dtype)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
             losses.setdefault(task, []).append(loss.item())
@@ -343,6 +347,7 @@ def train(
         else:
             with reporter.stage(f"loading base model {base or 'all-MiniLM-L6-v2 (packaged)'}"):
                 model = PairModel.from_base(base, tasks)
+        freeze_lower(model.net.encoder, prof.train_layers)
         stats = train_steps(model, batches, prof, reporter, log)
 
         def run(claims, label: str):

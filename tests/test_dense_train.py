@@ -16,7 +16,7 @@ from reranker.train import tune_claims_of
 from retriever.dense import PACKAGED, encode, load_encoder
 from retriever.searcher import Searcher
 
-PROFILE = DenseProfile("test", None, 1.0, 4, 1e-4, 4, max_length=48)
+PROFILE = DenseProfile("test", None, 1.0, 4, 3e-4, 4, max_length=48)
 
 
 @pytest.fixture(scope="module")
