@@ -114,6 +114,7 @@ def train_dense(
         load_perspectives,
         pool_searcher,
     )
+    from reranker.model import freeze_lower
     from reranker.st_training import (
         budget_callback,
         save_model,
@@ -121,7 +122,6 @@ def train_dense(
         training_record,
         triple_datasets,
     )
-    from reranker.model import freeze_lower
     from reranker.train import tune_claims_of
     from retriever.dense import PACKAGED, resolve_model
 
