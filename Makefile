@@ -10,7 +10,7 @@ TORCH_PIP_ARGS ?=
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
 CLAIM ?= animals should have lawful rights
 
-.PHONY: setup demo models test lint
+.PHONY: setup demo data models test lint
 
 setup: $(VENV)/.installed
 
@@ -26,42 +26,32 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps pylate==1.6.0
 	touch $@
 
-demo: setup
-	@if [ -d "$(SHARED_PERSPECTRUM)" ]; then \
-	  $(BIN)/perspect data fetch perspectrum --from "$(SHARED_PERSPECTRUM)"; \
-	else \
-	  $(BIN)/perspect data fetch perspectrum; \
-	fi
+demo: setup data
+	$(BIN)/perspect models verify
 	$(BIN)/perspect index build --name default \
 	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
 	       [ -f $$f ] && echo "--evidence $$f" && break; done)
 	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
 
-# Fine-tune the dense bi-encoder (~25 min on 2 CPU cores), train the pairwise heads (~45 min), give
-# stance STANCE_ROUNDS more rounds (`--profile continue`, 12-25 min each) and average the weights of
-# the last two (the shipped model: 4 rounds, rounds 3 and 4 averaged), train the equivalence
-# cross-encoder (~25 min) and the ColBERT model (~25 min), rebuild `default` with BM25 + dense +
-# ColBERT (~15 min), then re-fit the pipeline's decisions on that index (its fused ranks and
-# cosines, and the equivalence cross-encoder's scores; ~8 min). Needs the files fetched by
-# `make demo`.
-STANCE_ROUNDS ?= 4
-models: setup
-	$(BIN)/perspect train --task dense --profile full --data data/perspectrum
-	$(BIN)/perspect train --task all --profile full --data data/perspectrum
-	rm -rf models/pair-previous
-	for i in $$(seq $(STANCE_ROUNDS)); do \
-	  rm -rf models/pair-previous && cp -r models/pair models/pair-previous; \
-	  $(BIN)/perspect train --profile continue --init models/pair --data data/perspectrum || exit 1; \
-	done
-	if [ -d models/pair-previous ]; then \
-	  $(BIN)/perspect train --task average --models models/pair-previous models/pair --out models/pair; \
+# Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, stance
+# rounds, equivalence cross-encoder, ColBERT, calibration. Each step skips itself when its
+# output already holds the result of the same inputs (data, base, recipe, the entries it reads),
+# so an interrupted run resumes; `perspect models make --dry-run` says what would run. About
+# 2.5 hours on 2 CPU cores; STEPS=pair,calibrate redoes only those. Needs the PERSPECTRUM files.
+STANCE_ROUNDS ?= 1
+STEPS ?=
+models: setup data
+	$(BIN)/perspect models make --data data/perspectrum --stance-rounds $(STANCE_ROUNDS) \
+	  $(if $(STEPS),--steps $(STEPS))
+	$(BIN)/perspect models verify
+
+data: setup
+	@if [ -d "$(SHARED_PERSPECTRUM)" ]; then \
+	  $(BIN)/perspect data fetch perspectrum --from "$(SHARED_PERSPECTRUM)"; \
+	else \
+	  $(BIN)/perspect data fetch perspectrum; \
 	fi
-	$(BIN)/perspect train --task equivalence-ce --profile full --data data/perspectrum
-	$(BIN)/perspect train --task colbert --profile full --data data/perspectrum
-	$(MAKE) demo
-	$(BIN)/perspect train --task calibrate --index default --data data/perspectrum \
-	  --equivalence-model models/equivalence
 
 test: setup
 	$(BIN)/ruff check .

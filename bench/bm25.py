@@ -24,11 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from indexer.indexer import Indexer, Source  # noqa: E402
 from perspect import Perspect  # noqa: E402
-from perspect.data import evidence_pool_file  # noqa: E402
-from perspect.evaluation import claim_pr, macro  # noqa: E402
-from perspect.perspectrum import load_claims, load_perspectives  # noqa: E402
+from perspect.core.data import evidence_pool_file  # noqa: E402
+from perspect.core.metrics import claim_pr, macro  # noqa: E402
+from perspect.core.perspectrum import load_claims, load_perspectives  # noqa: E402
+from perspect.indexer.indexer import Indexer, Source  # noqa: E402
 
 
 def du(path: Path) -> int:

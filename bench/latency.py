@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perspect import Perspect  # noqa: E402
-from perspect.engine import EngineConfig  # noqa: E402
-from perspect.perspectrum import load_claims  # noqa: E402
-from reranker.roles import pair_for  # noqa: E402
+from perspect.core.perspectrum import load_claims  # noqa: E402
+from perspect.pipeline.engine import EngineConfig  # noqa: E402
+from perspect.reranker.roles import pair_for  # noqa: E402
 
 
 def pct(xs, q):

@@ -24,12 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from indexer.indexer import Indexer, Source  # noqa: E402
-from perspect.config import IndexConfig  # noqa: E402
-from perspect.data import evidence_pool_file  # noqa: E402
-from perspect.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
-from retriever.colbert import default_model  # noqa: E402
-from retriever.searcher import Searcher  # noqa: E402
+from perspect.core.config import IndexConfig  # noqa: E402
+from perspect.core.data import evidence_pool_file  # noqa: E402
+from perspect.core.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
+from perspect.indexer.indexer import Indexer, Source  # noqa: E402
+from perspect.retriever.colbert import default_model  # noqa: E402
+from perspect.retriever.searcher import Searcher  # noqa: E402
 
 KS = (10, 15, 30, 60)
 

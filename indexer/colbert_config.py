@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perspect.errors import InputError
+from perspect.core.errors import InputError
 
 # colbert-ai key -> our field. Everything else in the file is run bookkeeping (paths, GPUs, ranks)
 # or training-only (lr, nway, ...), listed as ignored.

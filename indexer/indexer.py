@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indexer import manifest as mf
-from indexer.layout import IndexDir
-from indexer.links import KEEP, Links, compute
-from indexer.news import read_news
-from indexer.readers import ReadReport, read_pool
-from indexer.store import ItemStore
-from perspect.config import IndexConfig, check_name, default_retrievers, resolve_home
-from perspect.errors import PerspectError
-from perspect.progress import NullReporter, Reporter
-from perspect.types import POOLS, Item
-from retriever.base import Backend, backend_class
+from perspect.core import manifest as mf
+from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.errors import PerspectError
+from perspect.core.layout import IndexDir
+from perspect.core.progress import NullReporter, Reporter
+from perspect.core.store import ItemStore
+from perspect.core.types import POOLS, Item
+from perspect.indexer.links import KEEP, Links, compute
+from perspect.indexer.news import read_news
+from perspect.indexer.readers import ReadReport, read_pool
+from perspect.retriever.base import Backend, backend_class
 
 
 @dataclass(frozen=True)

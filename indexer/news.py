@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from indexer.readers import ReadReport, _Collector, iter_files, read_text_file
-from perspect.errors import InputError
+from perspect.core.errors import InputError
+from perspect.indexer.readers import ReadReport, _Collector, iter_files, read_text_file
 
 NEWS_FILE_SUFFIXES = (".txt", ".md")
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}")

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perspect.errors import InputError
-from perspect.types import Item
+from perspect.core.errors import InputError
+from perspect.core.types import Item
 
 ID_FIELDS = ("id", "pId", "eId", "pid", "eid", "_id", "doc_id", "uid")
 TEXT_FIELDS = ("text", "perspective", "evidence", "sentence", "body", "content", "title")

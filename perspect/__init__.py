@@ -4,8 +4,8 @@
     p = Perspect.open("default")
     p.search("animals should have lawful rights")
 
-Names are resolved lazily so that `perspect.errors` or `perspect.types` can be imported by the
-indexer and retriever packages without pulling the whole engine (and without import cycles).
+Names are resolved lazily: `import perspect` (and every floor below the API, which imports the
+package first) stays cheap, and torch is loaded only by what needs a model.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ __all__ = ["Hit", "HitList", "Item", "Perspect", "PerspectError"]
 
 if TYPE_CHECKING:
     from perspect.api import Perspect
-    from perspect.errors import PerspectError
-    from perspect.types import Hit, HitList, Item
+    from perspect.core.errors import PerspectError
+    from perspect.core.types import Hit, HitList, Item
 
 _LAZY = {
     "Perspect": "perspect.api",
-    "PerspectError": "perspect.errors",
-    "Hit": "perspect.types",
-    "HitList": "perspect.types",
-    "Item": "perspect.types",
+    "PerspectError": "perspect.core.errors",
+    "Hit": "perspect.core.types",
+    "HitList": "perspect.core.types",
+    "Item": "perspect.core.types",
 }
 
 

@@ -1,4 +1,4 @@
-"""The public Python API.
+"""The public Python API: everything the CLI and the TUI do, typed.
 
     from perspect import Perspect
     p = Perspect.open("default")
@@ -6,18 +6,36 @@
 
 `search` runs the whole pipeline when trained models are present; without them it degrades to
 retrieval (clusters empty, a coverage warning that says how to train). `retrieve` is the plain
-top-k of any pool.
+top-k of any pool. Below the class: index management (`build_index`, `add_to_index`,
+`delete_from_index`, `rebuild_index`, `index_status`), `train` and `evaluate_perspectrum`. The
+CLI and the TUI are thin layers over these and import nothing below this floor but the ground
+floor (perspect.core).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from perspect.engine import Engine, EngineConfig, ProgressCallback
-from perspect.result import Coverage, SearchResult
-from perspect.types import HitList, validate_claim
-from retriever.searcher import Searcher
+from perspect.core import bundle, paths
+from perspect.core import manifest as mf
+from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.errors import PerspectError
+from perspect.core.layout import IndexDir, list_indexes
+from perspect.core.progress import NullReporter, Reporter
+from perspect.core.result import Coverage, SearchResult
+from perspect.core.types import HitList, validate_claim
+from perspect.indexer.indexer import Indexer, Source, WriteReport
+from perspect.lab import recipe, training
+from perspect.lab.evaluate import evaluate_perspectrum
+from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback
+from perspect.reranker.model import TASKS, PairModel
+from perspect.reranker.train import PROFILES
+from perspect.retriever import colbert, dense
+from perspect.retriever.searcher import Searcher
 
 
 class Perspect:
@@ -29,10 +47,8 @@ class Perspect:
         model_dir: str | Path | None = None,
         config: EngineConfig | None = None,
     ):
-        from perspect.config import default_pair_model
-
         self._searcher = searcher
-        self._model_dir = Path(model_dir) if model_dir else default_pair_model()
+        self._model_dir = Path(model_dir) if model_dir else paths.pair_model()
         self._config = config
         self._engine: Engine | None = None
         self._lock = threading.Lock()
@@ -68,8 +84,6 @@ class Perspect:
         """The full pipeline; loads the models on first use (raises ModelError if missing)."""
         with self._lock:
             if self._engine is None:
-                from reranker.model import PairModel
-
                 self._engine = Engine(self._searcher, PairModel.load(self._model_dir), self._config)
             return self._engine
 
@@ -101,3 +115,245 @@ class Perspect:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+__all__ = [
+    "IndexConfig",
+    "Perspect",
+    "Source",
+    "TrainResult",
+    "WriteReport",
+    "add_to_index",
+    "build_index",
+    "delete_from_index",
+    "evaluate_perspectrum",
+    "index_config",
+    "index_status",
+    "make_models",
+    "models",
+    "rebuild_index",
+    "train",
+    "verify_models",
+]
+
+
+# -- indexes -----------------------------------------------------------------------------------
+def index_config(
+    retrievers: Sequence[str] | None = None,
+    dense_model: str | None = None,
+    colbert_model: str | None = None,
+    colbert_config: str | Path | None = None,
+    note: Callable[[str], None] = lambda msg: None,
+) -> IndexConfig:
+    """Retrievers and their settings for a build: as given, from a colbert-ai plan.json, or the
+    defaults (BM25 + dense, + ColBERT where its model exists). Model paths are resolved, since
+    the index records them and keeps using them. `note` hears what was chosen for the user."""
+    if retrievers:
+        chosen = tuple(retrievers)
+    else:
+        chosen = default_retrievers()
+        if "colbert" not in chosen:
+            note(
+                f"no ColBERT model at {paths.colbert_model()}: building BM25 + dense "
+                "(train one with `perspect train --task colbert`, or pass --colbert-model)"
+            )
+    backends: dict[str, dict] = {}
+    if "colbert" in chosen:
+        options: dict = {}
+        if colbert_config:
+            from perspect.indexer.colbert_config import from_colbert_json
+
+            imported = from_colbert_json(colbert_config)
+            cfg = imported.config.to_json()
+            checkpoint = cfg.pop("checkpoint")
+            options.update({k: v for k, v in cfg.items() if v is not None})
+            if checkpoint:
+                options["model"] = checkpoint
+            note(
+                f"read {imported.source}: {', '.join(f'{k}={v}' for k, v in options.items())}"
+                f" (ignored {len(imported.ignored)} run/training settings)"
+            )
+        if colbert_model:
+            options["model"] = str(Path(colbert_model).resolve())
+        backends["colbert"] = options
+    if "dense" in chosen:
+        backends["dense"] = {"model": _resolved(dense_model or dense.default_model())}
+    return IndexConfig(retrievers=chosen, backends=backends)
+
+
+def build_index(
+    name: str,
+    sources: Sequence[Source],
+    *,
+    home: str | Path | None = None,
+    config: IndexConfig | None = None,
+    reporter: Reporter | None = None,
+    skip_bad: bool = False,
+) -> WriteReport:
+    """A new version of index `name` from `sources` (the previous version stays searchable
+    until this one is complete)."""
+    config = config or index_config()
+    return Indexer(name, home=home, config=config, reporter=reporter, skip_bad=skip_bad).build(
+        sources
+    )
+
+
+def add_to_index(
+    name: str,
+    sources: Sequence[Source],
+    *,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    skip_bad: bool = False,
+) -> WriteReport:
+    if not sources:
+        raise PerspectError("nothing to add", hint="pass --perspectives, --evidence or --news")
+    return Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad).add(sources)
+
+
+def delete_from_index(
+    name: str,
+    pool: str,
+    ids: Sequence[str],
+    *,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+) -> WriteReport:
+    return Indexer(name, home=home, reporter=reporter).delete(pool, ids)
+
+
+def rebuild_index(
+    name: str,
+    retriever: str,
+    model: str | None = None,
+    *,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+) -> dict[str, Any]:
+    """Re-encode every pool of `name` with `retriever` (e.g. a newly trained dense model),
+    keeping the others; returns the new manifest."""
+    options: dict = {}
+    if model:
+        options["model"] = _resolved(model)
+    elif retriever in ("dense", "colbert"):
+        default = dense.default_model() if retriever == "dense" else colbert.default_model()
+        options["model"] = _resolved(str(default))
+    return Indexer(name, home=home, reporter=reporter).rebuild(retriever, options)
+
+
+def index_status(
+    name: str | None = None, home: str | Path | None = None
+) -> tuple[Path, list[dict[str, Any]]]:
+    """The home folder and the manifest of each index in it (or of `name`)."""
+    root = resolve_home(home)
+    names = [check_name(name)] if name else list_indexes(root)
+    return root, [mf.load(IndexDir(root, n).current()) for n in names]
+
+
+def _resolved(model: str) -> str:
+    return str(Path(model).resolve()) if Path(model).exists() else model
+
+
+# -- models ------------------------------------------------------------------------------------
+ENCODERS = {  # --task -> (trainer, default output folder, what it trains)
+    "colbert": (training.train_colbert, paths.colbert_model, "ColBERT"),
+    "dense": (training.train_dense, lambda: paths.models_dir() / "dense", "the dense encoder"),
+    "equivalence-ce": (
+        training.train_equivalence,
+        paths.equivalence_model,
+        "the equivalence cross-encoder",
+    ),
+}
+TRAIN_TASKS = (*TASKS, "all", *ENCODERS, "calibrate", "average")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What `train` wrote and its manifest (the model's record: data, timing, metrics)."""
+
+    task: str
+    out: Path
+    what: str
+    manifest: dict[str, Any]
+
+
+def train(
+    task: str = "all",
+    data: str | Path = Path("data") / "perspectrum",
+    out: str | Path | None = None,
+    *,
+    base: str | None = None,
+    profile: str = "full",
+    init: str | Path | None = None,
+    models: Sequence[str | Path] = (),
+    index: str | None = None,
+    home: str | Path | None = None,
+    equivalence_model: str | None = None,
+    reporter: Reporter | None = None,
+    log: Callable[[str], None] = print,
+) -> TrainResult:
+    """Train one model (or re-fit the pair model's decisions: "calibrate"; average models:
+    "average"); see `perspect train --help` for the tasks."""
+    reporter = reporter or NullReporter()
+    if task in ENCODERS:
+        trainer, default_out, what = ENCODERS[task]
+        out = Path(out) if out else default_out()
+        m = trainer(data, out, base=base, profile=profile, reporter=reporter, log=log)
+        return TrainResult(task, out, what, m)
+    out = Path(out or paths.pair_model())
+    if task == "average":
+        from perspect.reranker.average import average
+
+        average(list(models), out)
+        return TrainResult(task, out, f"the average of {len(models)} models", {})
+    if task == "calibrate":
+        model = training.recalibrate(
+            out, data, index, home, reporter, equivalence_model=equivalence_model
+        )
+        return TrainResult(task, out, "the pair model's decisions", model.manifest)
+    if task not in TRAIN_TASKS:
+        raise PerspectError(f"unknown task {task!r}", hint=f"known: {', '.join(TRAIN_TASKS)}")
+    if profile == "continue" and not init:
+        raise PerspectError(
+            "--profile continue goes on training a saved model", hint="pass --init models/pair"
+        )
+    tasks = TASKS if task == "all" else (task,)
+    if init and task == "all":
+        tasks = tuple(t for t in TASKS if t in PROFILES[profile].caps)
+    model = training.train(data, out, tasks, base, profile, reporter, log, init)
+    return TrainResult(task, out, ", ".join(tasks), model.manifest)
+
+
+# -- the model bundle ----------------------------------------------------------------------------
+def models_dir(folder: str | Path | None = None) -> Path:
+    return Path(folder) if folder else paths.models_dir()
+
+
+def models(folder: str | Path | None = None) -> list[bundle.BundleEntry]:
+    """The bundle's models (every sub-folder with a `bundle.json`), by name."""
+    root = models_dir(folder)
+    found = sorted(p.parent for p in root.glob(f"*/{bundle.MANIFEST}")) if root.is_dir() else []
+    return [bundle.BundleEntry.read(p) for p in found]
+
+
+def verify_models(folder: str | Path | None = None) -> dict[str, list[str]]:
+    """Every model's problems (empty list: each file and its base match their checksums)."""
+    return {e.name: bundle.verify(e) for e in models(folder)}
+
+
+def make_models(
+    data: str | Path = Path("data") / "perspectrum",
+    folder: str | Path | None = None,
+    *,
+    only: Sequence[str] = (),
+    stance_rounds: int = 1,
+    colbert: bool = True,
+    dry_run: bool = False,
+    reporter: Reporter | None = None,
+    log: Callable[[str], None] = print,
+) -> list[recipe.Outcome]:
+    """`make models`: every bundle step whose inputs changed (or that never ran), in order."""
+    steps = recipe.steps(stance_rounds, colbert)
+    return recipe.make(
+        data, models_dir(folder), steps, only, reporter=reporter, log=log, dry_run=dry_run
+    )

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from perspect.errors import ModelError
-from reranker.model import PairModel
+from perspect.core.errors import ModelError
+from perspect.reranker.model import PairModel
 
 
 def average(folders: Sequence[str | Path], out: str | Path) -> PairModel:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perspect.progress import NullReporter, Reporter
+from perspect.core.progress import NullReporter, Reporter
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,12 @@ class ColBERTProfile:
     query_maxlen: int = 32
     doc_maxlen: int = 256
     seed: int = 13
+    train_layers: int | None = 3  # top layers trained: the bundle ships those (freeze_lower)
 
 
 PROFILES = {
-    "quick": ColBERTProfile("quick", 12, 0.5, 8, 5e-5, 48, 16),
-    "full": ColBERTProfile("full", None, 21.0, 16, 3e-5, 12000, 1200),
+    "quick": ColBERTProfile("quick", 12, 0.5, 8, 1e-4, 48, 16),
+    "full": ColBERTProfile("full", None, 21.0, 16, 6e-5, 12000, 1200),  # half the layers: 2x rate
 }
 
 
@@ -65,6 +66,7 @@ def _examples(claims, perspectives, evidence, searcher, rng, prof: ColBERTProfil
 def train_colbert(
     data_dir: str | Path,
     out: str | Path,
+    searcher,
     base: str | None = None,
     profile: str | ColBERTProfile = "full",
     reporter: Reporter | None = None,
@@ -75,15 +77,14 @@ def train_colbert(
     from sentence_transformers import SentenceTransformerTrainer
     from transformers.utils import logging as hf_logging
 
-    from perspect.perspectrum import (
+    from perspect.core.perspectrum import (
         data_fingerprints,
         load_claims,
         load_evidence,
         load_perspectives,
-        pool_searcher,
     )
-    from reranker.model import resolve_base
-    from reranker.st_training import (
+    from perspect.reranker.model import freeze_lower, resolve_base
+    from perspect.reranker.st_training import (
         budget_callback,
         save_model,
         training_args,
@@ -103,10 +104,7 @@ def train_colbert(
     claims = load_claims(data_dir, "train")[: prof.max_train_claims]
 
     with tempfile.TemporaryDirectory(prefix="perspect-colbert-") as tmp:
-        with reporter.stage("indexing pools for hard negatives (bm25)"):
-            searcher = pool_searcher(data_dir, tmp)
         persp, evid = _examples(claims, perspectives, evidence, searcher, rng, prof)
-        searcher.close()
         log(f"colbert training triples: perspectives {len(persp)}, evidence {len(evid)}")
 
         model = models.ColBERT(
@@ -115,6 +113,7 @@ def train_colbert(
             query_length=prof.query_maxlen,
             document_length=prof.doc_maxlen,
         )
+        freeze_lower(model[0].auto_model, prof.train_layers)
         datasets = triple_datasets(
             {"perspectives": persp, "evidence": evid}, ("query", "positive", "negative")
         )
@@ -147,9 +146,9 @@ def train_colbert(
             "training": training_record(trainer, result, total, time.perf_counter() - t_train),
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        save_model(model, out, manifest, t_start)
-        from retriever import onnx_query
-        from retriever.colbert import model_fingerprint
+        save_model(model, out, manifest, t_start, "colbert", base)
+        from perspect.retriever import onnx_query
+        from perspect.retriever.colbert import model_fingerprint
 
         with reporter.stage("exporting the query encoder to ONNX"):
             onnx_query.session(model, out, model_fingerprint(out))

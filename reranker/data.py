@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perspect.perspectrum import Claim
-from reranker.roles import pair_for
+from perspect.core.perspectrum import Claim
+from perspect.reranker.roles import pair_for
 
 
 @dataclass(frozen=True)

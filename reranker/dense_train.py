@@ -11,7 +11,7 @@ with in-batch negatives (sentence-transformers' MultipleNegativesRankingLoss):
   different cluster (what equivalence has to tell apart);
 - perspective -> a resolvable gold paragraph, hard negative a BM25 evidence hit that is not gold.
 
-The held-out tune claims (reranker.train.tune_claims_of) are left out, so the stacks fitted on
+The held-out tune claims (perspect.core.perspectrum.tune_claims_of) are left out, so the stacks fitted on
 them see the cosines of unseen claims, as at dev/test time.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perspect.progress import NullReporter, Reporter
+from perspect.core.progress import NullReporter, Reporter
 
 FORMAT = "perspect.dense/1"
 
@@ -98,6 +98,7 @@ def triples(claims, perspectives, evidence, searcher, rng: random.Random):
 def train_dense(
     data_dir: str | Path,
     out: str | Path,
+    searcher,
     base: str | None = None,
     profile: str | DenseProfile = "full",
     reporter: Reporter | None = None,
@@ -108,22 +109,21 @@ def train_dense(
     from sentence_transformers.training_args import BatchSamplers
     from transformers.utils import logging as hf_logging
 
-    from perspect.perspectrum import (
+    from perspect.core.perspectrum import (
         data_fingerprints,
         load_evidence,
         load_perspectives,
-        pool_searcher,
+        tune_claims_of,
     )
-    from reranker.model import freeze_lower
-    from reranker.st_training import (
+    from perspect.reranker.model import freeze_lower
+    from perspect.reranker.st_training import (
         budget_callback,
         save_model,
         training_args,
         training_record,
         triple_datasets,
     )
-    from reranker.train import tune_claims_of
-    from retriever.dense import PACKAGED, resolve_model
+    from perspect.retriever.dense import PACKAGED, resolve_model
 
     hf_logging.set_verbosity_error()
     prof = PROFILES[profile] if isinstance(profile, str) else profile
@@ -138,11 +138,8 @@ def train_dense(
     claims = fit[: prof.max_train_claims]
 
     with tempfile.TemporaryDirectory(prefix="perspect-dense-") as tmp:
-        with reporter.stage("indexing pools for hard negatives (bm25)"):
-            searcher = pool_searcher(data_dir, tmp, links=False)
         rows = triples(claims, perspectives, evidence, searcher, rng)
         rows["evidence"] = rows["evidence"][: prof.max_evidence]
-        searcher.close()
         log("dense training triples: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
 
         model = SentenceTransformer(resolve_model(base or PACKAGED), device="cpu")
@@ -180,5 +177,5 @@ def train_dense(
             "training": training_record(trainer, result, total, time.perf_counter() - t_train),
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        save_model(model, out, manifest, t_start)
+        save_model(model, out, manifest, t_start, "dense", base)
     return manifest

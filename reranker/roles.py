@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reranker.base import PairScorer
-from reranker.model import PairModel
+from perspect.reranker.base import PairScorer
+from perspect.reranker.model import PairModel
 
 SEP = " [SEP] "
 

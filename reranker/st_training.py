@@ -8,12 +8,14 @@ half-written model where the index builder would load it.
 from __future__ import annotations
 
 import json
-import os
-import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from perspect.core import bundle, paths
+from perspect.reranker.model import freeze_lower
 
 
 def budget_callback(budget_seconds: float, advance: Callable[[int], Any]):
@@ -74,21 +76,20 @@ def train_cross_encoder(
     seed: int = 13,
     max_seconds: float = float("inf"),
     advance: Callable[[int], Any] = lambda n=1: None,
-    num_labels: int = 1,
+    train_layers: int | None = None,
 ):
-    """A sentence-transformers CrossEncoder trained on (text a, text b, label) rows under a
-    wall-clock budget; returns (model, trainer, train result). Binary (a float label, BCE) by
-    default; `num_labels` > 1 takes class indices (cross-entropy). Loading `base` may raise
-    OSError."""
+    """A binary sentence-transformers CrossEncoder trained on (text a, text b, label) rows under a
+    wall-clock budget; returns (model, trainer, train result). Loading `base` may raise OSError."""
     import torch
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, CrossEntropyLoss
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     torch.manual_seed(seed)
     data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("a", "b", "label"))})
-    model = CrossEncoder(base, num_labels=num_labels, max_length=max_length, device="cpu")
-    loss = BinaryCrossEntropyLoss(model) if num_labels == 1 else CrossEntropyLoss(model)
+    model = CrossEncoder(base, num_labels=1, max_length=max_length, device="cpu")
+    freeze_lower(model.model.base_model, train_layers)
+    loss = BinaryCrossEntropyLoss(model)
     args = training_args(
         tmp,
         cross_encoder=True,
@@ -117,13 +118,26 @@ def training_record(trainer, result, planned_steps: int, train_seconds: float) -
     }
 
 
-def save_model(model, out: str | Path, manifest: dict[str, Any], t_start: float) -> None:
-    """Save into a staging folder beside `out`, then swap it in: `out` is whole or absent."""
+RECORD = ("base_model", "data", "profile", "training", "total_seconds", "dev_metrics", "code")
+
+
+def save_model(
+    model, out: str | Path, manifest: dict[str, Any], t_start: float, role: str, base: str | None
+) -> None:
+    """Save the full model into a staging folder, then pack what training changed into `out`, a
+    bundle entry (perspect.core.bundle) swapped in whole: `out` is whole or absent."""
     out = Path(out)
-    staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    model.save(str(staging))
     manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
-    (staging / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
+    manifest["code"] = bundle.code_version()
+    with tempfile.TemporaryDirectory(prefix="perspect-save-") as tmp:
+        full = Path(tmp) / out.name
+        model.save(str(full))
+        (full / "perspect_manifest.json").write_text(json.dumps(manifest, indent=2))
+        bundle.pack(
+            full,
+            out,
+            name=out.name,
+            role=role,
+            base_id=base or paths.PACKAGED_MINILM,
+            record={k: manifest[k] for k in RECORD if k in manifest},
+        )

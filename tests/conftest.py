@@ -70,6 +70,18 @@ def _no_default_colbert(monkeypatch, tmp_path_factory):
     for var in ("PERSPECT_COLBERT_MODEL", "PERSPECT_MODEL"):
         if var not in os.environ:
             monkeypatch.setenv(var, str(tmp_path_factory.getbasetemp() / "no-model"))
+    # the packaged MiniLM, not the shipped bundle's dense model (tests/test_shipped_bundle.py
+    # is where the bundle is tested)
+    if "PERSPECT_DENSE_MODEL" not in os.environ:
+        monkeypatch.setenv("PERSPECT_DENSE_MODEL", "all-MiniLM-L6-v2")
+    # Models the tests make are materialized into a per-session cache; ONNX graphs of the
+    # packaged encoders and PLAID's compiled kernels stay in the checkout's cache (slow to make).
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("PERSPECT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    if "PERSPECT_ONNX_CACHE" not in os.environ:
+        monkeypatch.setenv("PERSPECT_ONNX_CACHE", str(root / ".cache" / "onnx"))
+    if "TORCH_EXTENSIONS_DIR" not in os.environ:
+        monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(root / ".cache" / "torch_extensions"))
     # Default builds in tests are BM25-only (loading the dense encoder in every CLI subprocess
     # cost minutes of CI); tests of the dense retriever and of the real default say so.
     monkeypatch.setenv("PERSPECT_RETRIEVERS", "bm25")
@@ -93,7 +105,7 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def built(pools, home):
-    from indexer.indexer import Indexer, Source
+    from perspect.indexer.indexer import Indexer, Source
 
     Indexer("tiny", home=home).build([Source(pool, path) for pool, path in pools.items()])
     return home
@@ -116,7 +128,7 @@ def tiny_base(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from reranker.model import resolve_base
+    from perspect.reranker.model import resolve_base
 
     folder = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(resolve_base(None))
@@ -140,7 +152,7 @@ def tiny_pair_model(tiny_base, tmp_path_factory):
     for engine and UI tests (what the UI shows is what matters there, not model quality)."""
     import torch
 
-    from reranker.model import PairModel
+    from perspect.reranker.model import PairModel
 
     torch.manual_seed(0)  # the heads are random: same weights whatever ran before (snapshots)
     model = PairModel.from_base(tiny_base)
@@ -158,8 +170,8 @@ def tiny_pair_model(tiny_base, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_index(tmp_path_factory):
     """The hand-made pools indexed once (BM25), shared read-only by UI and engine tests."""
-    from indexer.indexer import Indexer, Source
-    from perspect.config import IndexConfig
+    from perspect.core.config import IndexConfig
+    from perspect.indexer.indexer import Indexer, Source
 
     d = tmp_path_factory.mktemp("tiny-index")
     srcs = [

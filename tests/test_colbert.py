@@ -13,10 +13,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from indexer.indexer import Indexer, Source
 from perspect import Perspect
-from perspect.config import IndexConfig
-from perspect.errors import ModelError
+from perspect.core.config import IndexConfig
+from perspect.core.errors import ModelError
+from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import perspect_cmd, write_jsonl
 
@@ -230,8 +230,8 @@ def test_queries_are_expanded_to_the_minimum_but_never_cut(tiny_colbert, tmp_pat
 
 
 def test_queries_fall_back_to_torch_when_the_onnx_export_cannot_be_written(tiny_colbert, tmp_path):
-    from retriever import onnx_query
-    from retriever.colbert import load_colbert
+    from perspect.retriever import onnx_query
+    from perspect.retriever.colbert import load_colbert
 
     model_dir = tmp_path / "model"
     shutil.copytree(tiny_colbert, model_dir, ignore=shutil.ignore_patterns("onnx"))

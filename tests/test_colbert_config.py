@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from indexer.colbert_config import ColBERTConfig, from_colbert_json
-from perspect.errors import InputError
+from perspect.core.errors import InputError
+from perspect.indexer.colbert_config import ColBERTConfig, from_colbert_json
 
 # Shape of a colbert-ai / RAGatouille plan.json (values as RAGatouille writes for colbertv2.0).
 PLAN = {

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.indexer import Indexer, Source
 from perspect import Perspect
+from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import perspect_cmd
 

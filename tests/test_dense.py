@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexer.indexer import Indexer, Source
-from indexer.links import Links
-from perspect.config import IndexConfig
-from retriever.searcher import Searcher
+from perspect.core.config import IndexConfig
+from perspect.indexer.indexer import Indexer, Source
+from perspect.indexer.links import Links
+from perspect.retriever.searcher import Searcher
 from tests.conftest import write_json
 
 CONFIG = IndexConfig(("bm25", "dense"))
@@ -42,7 +42,7 @@ def test_vectors_are_stored_not_recomputed(dense_home):
 
 
 def test_queries_on_onnx_runtime_match_pytorch(dense_home):
-    from retriever.dense import encode
+    from perspect.retriever.dense import encode
 
     b = Searcher("d", home=dense_home).backend("perspectives", "dense")
     assert b._query_session() is not None  # exported when the index was built
@@ -59,7 +59,7 @@ def test_dense_queries_fall_back_to_torch_when_the_export_cannot_be_written(
 ):
     import shutil
 
-    from retriever.dense import DenseBackend, load_encoder, resolve_model
+    from perspect.retriever.dense import DenseBackend, load_encoder, resolve_model
 
     b = Searcher("d", home=dense_home).backend("perspectives", "dense")
     model_dir = tmp_path / "model"
@@ -71,7 +71,7 @@ def test_dense_queries_fall_back_to_torch_when_the_export_cannot_be_written(
     fresh = DenseBackend(tmp_path / "unused", {"model": str(model_dir)})
     assert fresh._query_session() is None  # logged, not raised
     q = ["creatures that suffer should be shielded by statute"]
-    from retriever.dense import encode
+    from perspect.retriever.dense import encode
 
     assert np.allclose(fresh.embed_queries(q), encode(load_encoder(str(model_dir)), q), atol=1e-6)
 
@@ -79,14 +79,14 @@ def test_dense_queries_fall_back_to_torch_when_the_export_cannot_be_written(
 def test_links_are_built_and_follow_updates(dense_home, tmp_path):
     s = Searcher("d", home=dense_home)
     links = Links(s.version).get(["1", "4"])
-    assert links["1"][0][0] == "10"  # the pain paragraph backs the pain perspective
-    assert links["4"][0][0] == "11"  # reactors back nuclear power
+    assert links["1"][0].evidence_id == "10"  # the pain paragraph backs the pain perspective
+    assert links["4"][0].evidence_id == "11"  # reactors back nuclear power
     assert s.manifest["links"]["perspectives"] == 6
 
     new_p = write_json(tmp_path / "p2.json", [{"pId": 7, "text": "Reactors are low carbon."}])
     Indexer("d", home=dense_home).add([Source("perspectives", new_p)])
     s2 = Searcher("d", home=dense_home)
-    assert Links(s2.version).get(["7"])["7"][0][0] == "11"
+    assert Links(s2.version).get(["7"])["7"][0].evidence_id == "11"
     assert Links(s2.version).count() == 7
 
     new_e = write_json(
@@ -95,11 +95,11 @@ def test_links_are_built_and_follow_updates(dense_home, tmp_path):
     )
     Indexer("d", home=dense_home).add([Source("evidence", new_e)])
     s3 = Searcher("d", home=dense_home)
-    assert Links(s3.version).get(["3"])["3"][0][0] == "12"
+    assert Links(s3.version).get(["3"])["3"][0].evidence_id == "12"
 
     Indexer("d", home=dense_home).delete("evidence", ["12"])
     s4 = Searcher("d", home=dense_home)
-    assert all(e != "12" for e, _, _ in Links(s4.version).get(["3"])["3"])
+    assert all(x.evidence_id != "12" for x in Links(s4.version).get(["3"])["3"])
     Indexer("d", home=dense_home).delete("perspectives", ["7"])
     assert Links(Searcher("d", home=dense_home).version).get(["7"])["7"] == []
 
@@ -120,8 +120,8 @@ def test_dense_add_replace_delete_reload(dense_home, tmp_path):
 
 
 def test_links_on_the_fly_match_precomputed(pools, home, tiny_pair_model):
-    from perspect.engine import Engine
-    from reranker.model import PairModel
+    from perspect.pipeline.engine import Engine
+    from perspect.reranker.model import PairModel
 
     srcs = [Source("perspectives", pools["perspectives"]), Source("evidence", pools["evidence"])]
     Indexer("pre", home=home, config=CONFIG).build(srcs)
@@ -137,7 +137,7 @@ def test_links_on_the_fly_match_precomputed(pools, home, tiny_pair_model):
 
 
 def test_runs_overlap_retrievers_and_return_the_query_vector(dense_home):
-    from retriever.searcher import concurrently
+    from perspect.retriever.searcher import concurrently
 
     s = Searcher("d", home=dense_home)
     q = "creatures that suffer should be shielded by statute"

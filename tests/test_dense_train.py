@@ -8,13 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from indexer.indexer import Indexer
-from perspect.config import IndexConfig
-from perspect.perspectrum import load_claims, load_perspectives, pool_searcher
-from reranker.dense_train import FORMAT, DenseProfile, train_dense
-from reranker.train import tune_claims_of
-from retriever.dense import PACKAGED, encode, load_encoder
-from retriever.searcher import Searcher
+from perspect.core.config import IndexConfig
+from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.indexer.indexer import Indexer
+from perspect.lab.pools import pool_searcher
+from perspect.lab.training import train_dense
+from perspect.reranker.dense_train import FORMAT, DenseProfile
+from perspect.retriever.dense import PACKAGED, encode, load_encoder
+from perspect.retriever.searcher import Searcher
 
 PROFILE = DenseProfile("test", None, 1.0, 4, 3e-4, 4, max_length=48)
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from perspect import Perspect
-from perspect.engine import Cancelled, _coverage, _interleave
-from perspect.result import Member, PerspectiveCluster, SearchResult
+from perspect.core.result import Member, PerspectiveCluster, SearchResult
+from perspect.pipeline.engine import Cancelled, _coverage, _interleave
 
 
 def test_search_returns_clusters_with_evidence(tiny_index, tiny_pair_model):
@@ -70,7 +70,7 @@ def test_coverage_warnings():
 def test_complete_link_does_not_chain_and_respects_sides():
     import numpy as np
 
-    from perspect.engine import complete_link
+    from perspect.pipeline.engine import complete_link
 
     p = np.array(
         [
@@ -94,17 +94,18 @@ def test_complete_link_does_not_chain_and_respects_sides():
 def test_stance_margin_decides_which_perspectives_may_merge():
     import numpy as np
 
-    from perspect import perspectrum_eval as pe
-    from perspect.engine import may_merge
+    from perspect.core.decisions import Decisions
+    from perspect.lab import perspectrum_eval as pe
 
     support = np.array([0.9, 0.55, 0.2])
-    old = {"stance": 0.5, "stance_side": 0.5}  # models tuned before the margin: same side only
-    assert may_merge(old, support).tolist() == [
+    # models tuned before the margin: same side only
+    old = Decisions.from_manifest({"thresholds": {"stance": 0.5, "stance_side": 0.5}})
+    assert old.may_merge(support).tolist() == [
         [True, True, False],
         [True, True, False],
         [False, False, True],
     ]
-    m = may_merge({**old, "cluster_margin": 0.4}, support)
+    m = old.with_margin(0.4).may_merge(support)
     assert m[0, 1] and m[1, 2] and not m[0, 2]  # .9 vs .2: confident contradiction
     # two phrasings of one point whose stance predictions disagree mildly (.9 vs .45): T3 over
     # clusters counts them merged only with a margin that allows it
@@ -116,7 +117,7 @@ def test_stance_margin_decides_which_perspectives_may_merge():
         ],
         t3_claims=[(0, 3, [(0, 1), (0, 2), (1, 2)])],
     )
-    assert pe.t3_clustered(pred, {}, 0.5, old).recall == 0.0
-    assert pe.t3_clustered(pred, {}, 0.5, {**old, "cluster_margin": 0.3}).recall == 0.0
-    loose = pe.t3_clustered(pred, {}, 0.5, {**old, "cluster_margin": 0.5})
+    assert pe.t3_clustered(pred, old, 0.5).recall == 0.0
+    assert pe.t3_clustered(pred, old.with_margin(0.3), 0.5).recall == 0.0
+    loose = pe.t3_clustered(pred, old.with_margin(0.5), 0.5)
     assert loose.recall == 1.0 and loose.precision == 1.0

@@ -11,10 +11,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from perspect.engine import Engine, EngineConfig, ce_needed, complete_link
-from perspect.errors import ModelError
-from perspect.perspectrum import load_claims, pool_searcher
-from reranker.equivalence_ce import (
+from perspect.core.errors import ModelError
+from perspect.core.perspectrum import load_claims
+from perspect.core.stack import Stack
+from perspect.lab.pools import pool_searcher
+from perspect.lab.training import recalibrate
+from perspect.pipeline.engine import Engine, EngineConfig, ce_needed, complete_link
+from perspect.reranker.equivalence_ce import (
     FORMAT,
     MANIFEST,
     EquivalenceModel,
@@ -22,9 +25,7 @@ from reranker.equivalence_ce import (
     load_for,
     pair_input,
 )
-from reranker.model import PairModel
-from reranker.stack import Stack
-from reranker.train import recalibrate
+from perspect.reranker.model import PairModel
 
 from .conftest import perspect_cmd
 
@@ -89,6 +90,9 @@ def test_load_refuses_a_missing_or_foreign_model(tmp_path, tiny_ce):
     shutil.copytree(tiny_ce, bad)
     m = json.loads((bad / MANIFEST).read_text())
     (bad / MANIFEST).write_text(json.dumps({**m, "format": "perspect.dense/1"}))
+    with pytest.raises(ModelError, match="corrupted"):  # an edited bundle file is caught first
+        EquivalenceModel.load(bad)
+    _restamp(bad)  # a well-formed bundle entry of another kind of model
     with pytest.raises(ModelError, match=r"not 'perspect\.equivalence-ce/1'"):
         EquivalenceModel.load(bad)
 
@@ -239,7 +243,7 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
 
 
 def test_the_pair_budget_keeps_the_pairs_most_likely_to_merge():
-    from perspect.engine import _at_most
+    from perspect.pipeline.engine import _at_most
 
     st = Stack(("cosine", "ce"), (5.0, 3.0), -4.0)
     feats = {"cosine": np.array([0.9, 0.2, 0.8, 0.5, 0.95])}
@@ -247,3 +251,13 @@ def test_the_pair_budget_keeps_the_pairs_most_likely_to_merge():
     assert _at_most(need, st, feats, None).tolist() == need.tolist()
     assert _at_most(need, st, feats, 2).tolist() == [True, False, False, False, True]
     assert _at_most(need, st, feats, 10).tolist() == need.tolist()
+
+
+def _restamp(folder):
+    """Re-write a bundle entry's checksums after a deliberate edit."""
+    from perspect.core.bundle import MANIFEST as BUNDLE
+    from perspect.core.bundle import sha256_file
+
+    m = json.loads((folder / BUNDLE).read_text())
+    m["files"] = {rel: sha256_file(folder / rel) for rel in m["files"]}
+    (folder / BUNDLE).write_text(json.dumps(m))

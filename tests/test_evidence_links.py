@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from perspect.engine import Engine, link_features
-from perspect.perspectrum import load_claims, load_perspectives, pool_searcher
-from reranker.model import PairModel
+from perspect.core.links import Link
+from perspect.core.perspectrum import load_claims, load_perspectives
+from perspect.lab.pools import pool_searcher
+from perspect.pipeline.engine import Engine, link_features
+from perspect.reranker.model import PairModel
 
 
 def test_reverse_margin_is_the_lead_over_the_best_perspective_outside_the_group(
@@ -24,7 +28,8 @@ def test_reverse_margin_is_the_lead_over_the_best_perspective_outside_the_group(
     assert any(chosen)
     for g, links in zip(groups, chosen, strict=True):
         inside = np.isin(pids, g)
-        for eid, _, cos, margin in links:
+        for link in links:
+            eid, cos, margin = link.evidence_id, link.cosine, link.rmargin
             sims = pv @ ev_dense.vectors([eid])[0]
             assert eid in items
             # the stored cosine is that of the group member whose links these are
@@ -32,16 +37,15 @@ def test_reverse_margin_is_the_lead_over_the_best_perspective_outside_the_group(
             assert margin == pytest.approx(cos - sims[~inside].max(), abs=1e-4)
     # the group's other phrasings are not competitors: alone, a member faces them too
     alone, _ = engine.group_links([[g[0]] for g in groups])
-    for (_, _, _, m_group), (_, _, _, m_alone) in zip(chosen[0], alone[0], strict=False):
-        assert m_alone <= m_group + 1e-6
+    for in_group, on_its_own in zip(chosen[0], alone[0], strict=False):
+        assert on_its_own.rmargin <= in_group.rmargin + 1e-6
     searcher.close()
 
 
 def test_link_features_name_the_values_links_carry():
-    three = [("1", 0.02, 0.5), ("2", 0.01, 0.4)]
-    f = link_features(three)
-    assert set(f) == {"rrf", "cos"} and np.allclose(f["rrf"], [1.2, 0.6])
-    four = [(*x, m) for x, m in zip(three, (0.1, -0.2), strict=True)]
-    assert np.allclose(link_features(four)["rmargin"], [0.1, -0.2])
-    five = [(*x, 0.9) for x in four]
-    assert set(link_features(five)) == {"rrf", "cos", "rmargin", "ce"}
+    stored = [Link("1", 0.02, 0.5), Link("2", 0.01, 0.4)]
+    f = link_features(stored)
+    assert set(f) == {"rrf", "cos", "rmargin"} and np.allclose(f["rrf"], [1.2, 0.6])
+    assert np.allclose(f["cos"], [0.5, 0.4]) and np.allclose(f["rmargin"], [0, 0])
+    margins = [replace(x, rmargin=m) for x, m in zip(stored, (0.1, -0.2), strict=True)]
+    assert np.allclose(link_features(margins)["rmargin"], [0.1, -0.2])

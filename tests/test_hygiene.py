@@ -9,15 +9,14 @@ CORE = [
     "perspect",
     "perspect.api",
     "perspect.cli",
-    "perspect.evaluation",
-    "perspect.reference_rows",
-    "perspect.perspectrum",
-    "indexer.indexer",
-    "indexer.news",
-    "retriever.searcher",
-    "retriever.bm25",
-    "retriever.packaged",
-    "reranker",
+    "perspect.core.metrics",
+    "perspect.core.reference_rows",
+    "perspect.core.perspectrum",
+    "perspect.indexer.indexer",
+    "perspect.indexer.news",
+    "perspect.retriever.searcher",
+    "perspect.retriever.bm25",
+    "perspect.reranker",
 ]
 
 

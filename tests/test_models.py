@@ -10,12 +10,19 @@ import numpy as np
 import pytest
 import torch
 
-from perspect.errors import ModelError
-from perspect.progress import NullReporter
-from reranker.data import Example
-from reranker.model import PairModel
-from reranker.roles import Equivalence, Evidence, Relevance, Stance, pair_for, relevance_and_stance
-from reranker.train import Profile, fit_platt, length_bucketed_batches, train_steps
+from perspect.core.errors import ModelError
+from perspect.core.progress import NullReporter
+from perspect.reranker.data import Example
+from perspect.reranker.model import PairModel
+from perspect.reranker.roles import (
+    Equivalence,
+    Evidence,
+    Relevance,
+    Stance,
+    pair_for,
+    relevance_and_stance,
+)
+from perspect.reranker.train import Profile, fit_platt, length_bucketed_batches, train_steps
 
 
 def _toy(n: int = 32) -> list[Example]:
@@ -55,7 +62,7 @@ def test_tiny_model_learns_and_round_trips(tiny_base, tmp_path):
     np.testing.assert_allclose(
         again.logits(pairs, ["relevance", "stance"])["stance"],
         model.logits(pairs, ["relevance", "stance"])["stance"],
-        atol=1e-5,
+        atol=1e-3,  # the bundle keeps large tensors in float16 (perspect.core.bundle)
     )
     assert Relevance(again).threshold == 0.42
     m = json.loads((tmp_path / "m" / "manifest.json").read_text())
@@ -84,13 +91,25 @@ def test_load_refuses_missing_or_incompatible(tiny_base, tmp_path):
         PairModel.load(tmp_path / "m", tasks=["stance"])
     mp = tmp_path / "m" / "manifest.json"
     mp.write_text(json.dumps({**json.loads(mp.read_text()), "format": "other/9"}))
+    with pytest.raises(ModelError, match=r"manifest\.json is corrupted"):
+        PairModel.load(tmp_path / "m")  # an edited file is caught by its checksum first
+    _restamp(tmp_path / "m")  # a well-formed bundle of another format
     with pytest.raises(ModelError, match="other/9"):
         PairModel.load(tmp_path / "m")
     model.save(tmp_path / "m2")
-    (tmp_path / "m2" / "heads.pt").unlink()
-    with pytest.raises(ModelError, match=r"heads\.pt missing"):
+    (tmp_path / "m2" / "heads.safetensors").unlink()
+    with pytest.raises(ModelError, match=r"heads\.safetensors is missing"):
         PairModel.load(tmp_path / "m2")
     shutil.rmtree(tmp_path / "m2")
+
+
+def _restamp(folder):
+    """Re-write a bundle entry's checksums after a deliberate edit."""
+    from perspect.core.bundle import MANIFEST, sha256_file
+
+    m = json.loads((folder / MANIFEST).read_text())
+    m["files"] = {rel: sha256_file(folder / rel) for rel in m["files"]}
+    (folder / MANIFEST).write_text(json.dumps(m))
 
 
 def test_platt_recovers_known_scaling():
@@ -138,7 +157,7 @@ def test_onnx_runtime_scores_like_torch_and_never_serves_stale_weights(tiny_pair
 def test_average_is_the_mean_of_the_weights_and_refuses_other_models(tiny_base, tmp_path):
     import subprocess
 
-    from reranker.average import average
+    from perspect.reranker.average import average
 
     from .conftest import perspect_cmd
 
@@ -159,7 +178,8 @@ def test_average_is_the_mean_of_the_weights_and_refuses_other_models(tiny_base, 
     for (name, pa), pb, pm in zip(
         a.net.named_parameters(), b.net.parameters(), avg.net.parameters(), strict=True
     ):
-        assert torch.allclose(pm, (pa + pb) / 2, atol=1e-6), name
+        # saved models keep large tensors in float16 (perspect.core.bundle)
+        assert torch.allclose(pm, (pa + pb) / 2, atol=1e-3), name
     # the last model's decisions come along (to be re-fitted), with where the weights came from
     assert avg.manifest["thresholds"]["stance"] == 0.33
     assert avg.manifest["averaged_from"]["models"] == [str(tmp_path / "a"), str(tmp_path / "b")]

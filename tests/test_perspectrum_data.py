@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.indexer import Indexer, Source
 from perspect import Perspect
-from perspect.evaluation import claim_pr, macro
-from perspect.perspectrum import load_claims, load_evidence, load_perspectives
+from perspect.core.metrics import claim_pr, macro
+from perspect.core.perspectrum import load_claims, load_evidence, load_perspectives
+from perspect.indexer.indexer import Indexer, Source
 
 pytestmark = pytest.mark.data
 

@@ -11,12 +11,15 @@ import shutil
 
 import numpy as np
 
-from perspect import perspectrum_eval as pe
-from perspect.engine import Engine
-from perspect.perspectrum import load_claims, load_perspectives, pool_searcher
-from reranker.model import PairModel
-from reranker.stack import Stack, fit
-from reranker.train import recalibrate, tune_claims_of
+from perspect.core.decisions import Decisions
+from perspect.core.links import Link
+from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.stack import Stack, fit
+from perspect.lab import perspectrum_eval as pe
+from perspect.lab.pools import pool_searcher
+from perspect.lab.training import recalibrate
+from perspect.pipeline.engine import Engine
+from perspect.reranker.model import PairModel
 
 
 def test_stack_fit_orders_and_round_trips():
@@ -31,8 +34,8 @@ def test_stack_fit_orders_and_round_trips():
 
 
 def _links(*pairs):
-    """Links [(id, fused score, cosine)] from (id, cosine) pairs, fused scores by rank."""
-    return [(e, 1 / (61 + r), cos) for r, (e, cos) in enumerate(pairs)]
+    """Links from (id, cosine) pairs, fused scores by rank."""
+    return [Link(str(e), 1 / (61 + r), cos) for r, (e, cos) in enumerate(pairs)]
 
 
 def test_t4_returns_the_best_link_over_the_cut():
@@ -45,12 +48,12 @@ def test_t4_returns_the_best_link_over_the_cut():
     assert round(m.precision, 3) == round(2 / 3, 3) and round(m.recall, 3) == round(2 / 3, 3)
     m = pe._t4(rows, 0.3)  # the third perspective returns nothing: precision of an empty set 0
     assert round(m.recall, 3) == round(1 / 3, 3)
-    thr, stacks = pe.tune(pe.Predictions(t4=rows))
-    assert pe._t4(rows, thr["evidence"], 0, 1, stacks["evidence"]).f1 >= m.f1
+    d = pe.tune(pe.Predictions(t4=rows))
+    assert pe._t4(rows, d.evidence, 0, 1, d.stack("evidence")).f1 >= m.f1
 
 
 def test_evidence_backs_links_close_to_the_top_one():
-    from perspect.engine import backed_links
+    from perspect.pipeline.engine import backed_links
 
     assert backed_links([0.7, 0.66, 0.5], 0.4, 0.05, 3) == [0, 1]
     assert backed_links([0.7, 0.66, 0.5], 0.4, 0.0, 3) == [0]
@@ -62,25 +65,31 @@ def test_evidence_backs_links_close_to_the_top_one():
         ([3, 4], _links((3, 0.6), (4, 0.59))),
     ]
     assert pe._t4(rows, 0.0).recall == 0.5 and pe._t4(rows, 0.0, 0.05, 2).recall == 1.0
-    thr, stacks = pe.tune(pe.Predictions(t4=rows))
-    assert thr["evidence_k"] >= 2
-    assert pe._t4(rows, thr["evidence"], thr["evidence_delta"], 2, stacks["evidence"]).f1 == 1.0
+    d = pe.tune(pe.Predictions(t4=rows))
+    assert d.evidence_k >= 2
+    assert pe._t4(rows, d.evidence, d.evidence_delta, 2, d.stack("evidence")).f1 == 1.0
 
 
 def test_evidence_stack_learns_that_links_both_retrievers_found_back_more():
-    from perspect.engine import link_scores
+    from perspect.pipeline.engine import link_scores
 
     # the gold paragraph was found by BM25 and dense (fused 2/61), a distractor by dense only
     # (1/61) with a slightly higher cosine: the cosine ranks the distractor first
     rows = [
-        ([10 * i], [(10 * i + 1, 1 / 61, 0.71 + 0.01 * i), (10 * i, 2 / 62, 0.70 + 0.01 * i)])
+        (
+            [10 * i],
+            [
+                Link(str(10 * i + 1), 1 / 61, 0.71 + 0.01 * i),
+                Link(str(10 * i), 2 / 62, 0.70 + 0.01 * i),
+            ],
+        )
         for i in range(8)
     ]
-    thr, stacks = pe.tune(pe.Predictions(t4=rows))
-    st = stacks["evidence"]
-    assert st.features == ("rrf", "cos") and st.coef[0] > 0
+    d = pe.tune(pe.Predictions(t4=rows))
+    st = d.stack("evidence")
+    assert st.features == ("rrf", "cos", "rmargin") and st.coef[0] > 0
     assert pe._t4(rows, 0.0).f1 == 0.0  # cosine alone backs the distractor
-    assert pe._t4(rows, *pe.evidence_rule(thr, stacks), st).f1 == 1.0
+    assert pe._t4(rows, *d.evidence_rule, st).f1 == 1.0
     p = link_scores(rows[0][1], st)
     assert p[1] > p[0]
     assert list(link_scores(rows[0][1], None)) == [0.71, 0.70]  # old models: the cosine
@@ -103,23 +112,23 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
     engine = Engine(searcher, model)
     dev = load_claims(tiny_perspectrum, "dev")
     pred = pe.predict(engine, dev, load_perspectives(tiny_perspectrum))
-    scores = pe.score(pred, *pe.thresholds_of(model))
+    decisions = Decisions.from_manifest(model.manifest)
+    scores = pe.score(pred, decisions)
     assert set(scores) == {"T1", "T2", "T3", "T4", "T3_clusters"}
     # on the unseen claim, paraphrases of one perspective score above different perspectives
-    probs = pe.equivalence_probs(pred.t3, pe.thresholds_of(model)[1])
+    probs = pe.equivalence_probs(pred.t3, decisions.stacks)
     same = np.array([g for g, _ in pred.t3])
     assert probs[same].mean() > probs[~same].mean() + 0.1
     assert 0.0 < m["thresholds"]["cluster"] < 0.6
     # each dev perspective's own paragraph is its best link (unresolvable eId 999 is ignored)
-    assert all(g == [c[0][0]] for g, c in pred.t4) and scores["T4"].recall == 1.0
+    assert all(g == [int(c[0].evidence_id)] for g, c in pred.t4) and scores["T4"].recall == 1.0
     assert m["stacks"]["evidence"]["features"] == ["rrf", "cos", "rmargin"]
     # the search keeps exactly what T1 scored: one pipeline, evaluated and served
-    thr, stacks = pe.thresholds_of(model)
     _gold, cands, feats = pred.t1[0]
     kept = {
         c
-        for c, p in zip(cands, pe.relevance_probs(feats, stacks), strict=True)
-        if p >= thr["relevance"]
+        for c, p in zip(cands, pe.relevance_probs(feats, decisions.stacks), strict=True)
+        if p >= decisions.relevance
     }
     res = engine.search(dev[0].text)
     assert {int(m.id) for c in res.clusters for m in c.members} == kept
@@ -142,7 +151,8 @@ def test_continue_training_keeps_other_heads_and_their_decisions(
 
     import torch
 
-    from reranker.train import PROFILES, train
+    from perspect.lab.training import train
+    from perspect.reranker.train import PROFILES
 
     prof = dataclasses.replace(PROFILES["quick"], caps={"stance": 48}, epochs={"stance": 3})
     before = PairModel.load(tiny_pair_model)
@@ -169,7 +179,7 @@ def test_continue_training_keeps_other_heads_and_their_decisions(
 
 
 def test_equivalence_features_condition_on_the_claim():
-    from perspect.engine import equivalence_features
+    from perspect.pipeline.engine import equivalence_features
 
     claim = np.array([1.0, 0.0, 0.0])
     # a and b share only the claim's direction; a and c also share a point of their own

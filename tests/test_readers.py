@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.news import read_news
-from indexer.readers import normalize_text, read_pool
-from perspect.errors import InputError
+from perspect.core.errors import InputError
+from perspect.indexer.news import read_news
+from perspect.indexer.readers import normalize_text, read_pool
 
 from .conftest import NEWS, PERSPECTIVES, write_json, write_jsonl
 

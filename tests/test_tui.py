@@ -8,10 +8,10 @@ pytest.importorskip("textual")
 
 from textual.widgets import ListView, Static
 
-from tui.app import PerspectApp
-from tui.widgets.cluster_item import ClusterItem
-from tui.widgets.detail_screen import DetailScreen
-from tui.widgets.help_screen import HelpScreen
+from perspect.tui.app import PerspectApp
+from perspect.tui.widgets.cluster_item import ClusterItem
+from perspect.tui.widgets.detail_screen import DetailScreen
+from perspect.tui.widgets.help_screen import HelpScreen
 
 CLAIM = "Animals feel pain and need legal protection"
 

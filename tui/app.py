@@ -17,15 +17,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, ListView, ProgressBar, Static
 
-from perspect.errors import PerspectError
-from perspect.result import SearchResult
-from tui.messages import SearchDone, SearchFailed, SearchProgress
-from tui.widgets.claim_input import ClaimInput
-from tui.widgets.cluster_item import ClusterItem
-from tui.widgets.coverage_bar import CoverageBar
-from tui.widgets.detail_screen import DetailScreen
-from tui.widgets.help_screen import HelpScreen
-from tui.widgets.side_column import SideColumn
+from perspect.core.errors import Cancelled, PerspectError
+from perspect.core.result import SearchResult
+from perspect.tui.messages import SearchDone, SearchFailed, SearchProgress
+from perspect.tui.widgets.claim_input import ClaimInput
+from perspect.tui.widgets.cluster_item import ClusterItem
+from perspect.tui.widgets.coverage_bar import CoverageBar
+from perspect.tui.widgets.detail_screen import DetailScreen
+from perspect.tui.widgets.help_screen import HelpScreen
+from perspect.tui.widgets.side_column import SideColumn
 
 
 class PerspectApp(App[None]):
@@ -95,7 +95,7 @@ class PerspectApp(App[None]):
         if self.perspect is None:
             self.notify("no index is open", severity="error")
             return
-        from perspect.types import validate_claim
+        from perspect.core.types import validate_claim
 
         try:
             claim = validate_claim(claim)
@@ -112,8 +112,6 @@ class PerspectApp(App[None]):
 
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, claim: str, cancel: threading.Event) -> None:
-        from perspect.engine import Cancelled
-
         try:
             res = self.perspect.search(
                 claim, progress=lambda s, f: self.post_message(SearchProgress(s, f)), cancel=cancel
@@ -165,7 +163,7 @@ class PerspectApp(App[None]):
         if self.result is None:
             self.notify("nothing to export yet: search first", severity="warning")
             return
-        from perspect.render import to_markdown
+        from perspect.core.render import to_markdown
 
         stem = self.export_dir / f"perspect-{time.strftime('%Y%m%d-%H%M%S')}"
         self.export_dir.mkdir(parents=True, exist_ok=True)

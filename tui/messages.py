@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from perspect.result import SearchResult
+from perspect.core.result import SearchResult
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Label, ListItem
 
-from perspect.render import bar
-from perspect.result import PerspectiveCluster
+from perspect.core.render import bar
+from perspect.core.result import PerspectiveCluster
 
 
 class ClusterItem(ListItem):

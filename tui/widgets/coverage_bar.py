@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from perspect.result import Coverage
+from perspect.core.result import Coverage
 
 
 class CoverageBar(Static):

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from perspect.result import PerspectiveCluster
+from perspect.core.result import PerspectiveCluster
 
 
 class DetailScreen(ModalScreen[None]):

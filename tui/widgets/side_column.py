@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Label, ListView
 
-from perspect.result import PerspectiveCluster
-from tui.widgets.cluster_item import ClusterItem
+from perspect.core.result import PerspectiveCluster
+from perspect.tui.widgets.cluster_item import ClusterItem
 
 
 class SideColumn(Vertical):

@@ -1,0 +1,1 @@
+"""The shipped model bundle (data only): see models/README.md."""

@@ -1,0 +1,5 @@
+import sys
+
+from perspect.cli.main import main
+
+sys.exit(main())

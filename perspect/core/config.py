@@ -1,0 +1,60 @@
+"""Where indexes and models live, and the typed configuration saved with every index."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perspect.core import paths
+from perspect.core.errors import PerspectError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def resolve_home(home: str | Path | None) -> Path:
+    return Path(home) if home else paths.home()
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise PerspectError(
+            f"bad index name {name!r}",
+            hint="use letters, digits, '.', '_' or '-' (at most 64 characters)",
+        )
+    return name
+
+
+def default_retrievers() -> tuple[str, ...]:
+    """BM25 + dense (the packaged bi-encoder) + ColBERT when the project's trained ColBERT model
+    exists. Dense is in by default: it adds recall to the fusion and its stored vectors serve
+    equivalence and evidence linking at query time (measured in bench/retrieval.py)."""
+    env = paths.env_retrievers()
+    if env:
+        return env
+    return ("bm25", "dense", "colbert") if paths.colbert_model().is_dir() else ("bm25", "dense")
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How an index is built; saved in its manifest so a later add uses the same settings."""
+
+    retrievers: tuple[str, ...] = ("bm25",)
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Precompute perspective -> evidence links at index time (indexer.links). Off, the engine
+    # computes a search's links on the fly: slower searches, faster builds (scratch indexes).
+    links: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["retrievers"] = list(self.retrievers)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> IndexConfig:
+        return cls(
+            retrievers=tuple(d.get("retrievers", ("bm25",))),
+            backends=d.get("backends", {}),
+            links=bool(d.get("links", True)),
+        )

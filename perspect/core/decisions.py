@@ -1,0 +1,145 @@
+"""The pipeline's fitted decisions, in one typed, versioned home.
+
+Why: the stacks and thresholds used to live as a raw manifest dict that training wrote, the engine
+read through dozens of look-ups with fallbacks for older models, and the evaluator partly
+recomputed. Now only calibration (perspect.lab.training) makes a `Decisions`, only the pipeline and
+the evaluator read one, and older manifests convert in exactly one place, `from_manifest`.
+
+On disk it keeps the manifest's `thresholds` and `stacks` keys (what every saved model has), plus
+`decisions_version`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from perspect.core.stack import Stack
+
+VERSION = 1
+STACKED = ("relevance", "equivalence", "evidence")
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Cuts and stacks, each fitted on the held-out train claims ("tune").
+
+    - relevance: P(relevant) a perspective needs to be kept (the relevance stack's cut);
+    - stance: T2's cut on P(support) (F1 of "support", as the paper scores it);
+    - stance_side: the cut that puts a perspective or cluster on the support side (tuned for
+      accuracy: T2's F1 drifts towards calling everything support);
+    - equivalence: P(same point) cut of the stack; equivalence_head: of the trained head, the
+      fallback for indexes without dense vectors;
+    - cluster: the complete-link cut (None: the equivalence cut);
+    - cluster_margin: two perspectives may merge unless their P(support) differ by more (None:
+      models tuned before it merge only perspectives on the same side);
+    - evidence, evidence_delta, evidence_k: `backed_links`' rule (cut, closeness to the best
+      link, at most k).
+    """
+
+    relevance: float = 0.5
+    stance: float = 0.5
+    stance_side: float = 0.5
+    equivalence: float = 0.5
+    equivalence_head: float = 0.5
+    cluster: float | None = None
+    cluster_margin: float | None = None
+    evidence: float = 0.0
+    evidence_delta: float = 0.0
+    evidence_k: int = 1
+    stacks: Mapping[str, Stack] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stacks", MappingProxyType(dict(self.stacks)))
+
+    def stack(self, task: str) -> Stack | None:
+        return self.stacks.get(task)
+
+    @property
+    def evidence_rule(self) -> tuple[float, float, int]:
+        return (self.evidence, self.evidence_delta, self.evidence_k)
+
+    def cluster_cut(self, with_vectors: bool) -> float:
+        """The complete-link cut; without dense vectors the head's pairwise cut."""
+        if not with_vectors:
+            return self.equivalence_head
+        return self.cluster if self.cluster is not None else self.equivalence
+
+    def may_merge(self, support: np.ndarray) -> np.ndarray:
+        """Which pairs of kept perspectives may merge (n x n): P(support) within the margin, or,
+        for models tuned before the margin, the same side."""
+        s = np.asarray(support, dtype=np.float64)
+        if self.cluster_margin is not None:
+            return np.abs(s[:, None] - s[None, :]) <= self.cluster_margin + 1e-9
+        side = s >= self.stance_side
+        return side[:, None] == side[None, :]
+
+    def with_margin(self, margin: float | None) -> Decisions:
+        return replace(self, cluster_margin=margin)
+
+    # -- on disk -----------------------------------------------------------------------------
+    def to_manifest(self) -> dict[str, Any]:
+        thr: dict[str, float | int] = {
+            "relevance": self.relevance,
+            "stance": self.stance,
+            "stance_side": self.stance_side,
+            "equivalence": self.equivalence,
+            "evidence": self.evidence,
+            "evidence_delta": self.evidence_delta,
+            "evidence_k": self.evidence_k,
+        }
+        if self.cluster is not None:
+            thr["cluster"] = self.cluster
+        if self.cluster_margin is not None:
+            thr["cluster_margin"] = self.cluster_margin
+        if self.equivalence_head != self.equivalence:
+            thr["equivalence_head"] = self.equivalence_head
+        return {
+            "decisions_version": VERSION,
+            "thresholds": thr,
+            "stacks": {k: v.to_json() for k, v in self.stacks.items()},
+        }
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> Decisions:
+        """The one conversion of every saved form: a stack's own cut wins over the bare threshold
+        (older models wrote both); keys an older model lacks take the behaviour it was tuned with."""
+        version = manifest.get("decisions_version", 0)
+        if version > VERSION:
+            from perspect.core.errors import ModelError
+
+            raise ModelError(
+                f"the model's decisions are version {version}; this Perspect reads {VERSION}",
+                hint="upgrade Perspect, or re-fit them: perspect train --task calibrate",
+            )
+        stacks = {k: Stack.from_json(v) for k, v in manifest.get("stacks", {}).items()}
+        return cls.from_parts(manifest.get("thresholds", {}), stacks)
+
+    @classmethod
+    def from_parts(cls, thresholds: Mapping[str, float], stacks: Mapping[str, Stack]) -> Decisions:
+        """From named cuts and fitted stacks, as calibration produces them."""
+        thr = dict(thresholds)
+
+        def cut(task: str, default: float) -> float:
+            st = stacks.get(task)
+            return float(st.threshold) if st is not None else float(thr.get(task, default))
+
+        stance = float(thr.get("stance", 0.5))
+        return cls(
+            relevance=cut("relevance", 0.5),
+            stance=stance,
+            stance_side=float(thr.get("stance_side", stance)),
+            equivalence=cut("equivalence", 0.5),
+            equivalence_head=float(thr.get("equivalence_head", thr.get("equivalence", 0.5))),
+            cluster=float(thr["cluster"]) if "cluster" in thr else None,
+            cluster_margin=float(thr["cluster_margin"]) if "cluster_margin" in thr else None,
+            # models tuned before the evidence stack had no cut: every link clears 0
+            evidence=float(stacks["evidence"].threshold) if "evidence" in stacks else 0.0,
+            evidence_delta=float(thr.get("evidence_delta", 0.0)),
+            evidence_k=int(thr.get("evidence_k", 1)),
+            stacks=stacks,
+        )

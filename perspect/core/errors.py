@@ -1,0 +1,62 @@
+"""User-facing errors.
+
+Every error a person can cause (bad file, missing index, empty claim) is a `PerspectError`; the CLI
+prints it as one line plus an optional hint and exits 2, instead of a traceback. Anything else is a bug.
+"""
+
+from __future__ import annotations
+
+
+class PerspectError(Exception):
+    """An error the user can fix; `hint` says how."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class InputError(PerspectError):
+    """A source file (or one record in it) cannot be read; carries file and line for the report."""
+
+    def __init__(
+        self,
+        path: str,
+        reason: str,
+        line: int | None = None,
+        hint: str | None = None,
+        unit: str = "line",
+    ):
+        if line is None:
+            where = str(path)
+        elif unit == "line":
+            where = f"{path}:{line}"
+        else:
+            where = f"{path}: {unit} {line}"
+        super().__init__(f"{where}: {reason}", hint)
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+
+
+class ClaimError(PerspectError):
+    """A query the engine refuses (empty or absurdly long)."""
+
+
+class IndexNotFound(PerspectError):
+    """No index of that name in the chosen home."""
+
+
+class IndexBusy(PerspectError):
+    """Another process is writing the same index."""
+
+
+class ModelError(PerspectError):
+    """A model folder is missing, incomplete or incompatible."""
+
+
+class Cancelled(PerspectError):
+    """The caller cancelled the search (the TUI's worker, on a newer claim)."""

@@ -1,0 +1,164 @@
+"""Copy-on-write index versions: the reason a crash never breaks an index.
+
+Every write (build, add, delete) happens in a fresh `versions/<v>/` folder. Only when it is complete
+and synced is the one-line `CURRENT` file replaced (os.replace, atomic on POSIX). A writer killed at
+any point leaves CURRENT naming the previous, untouched version; the orphan folder is removed by the
+next writer. Updates clone the live version first, hard-linking files a backend declares write-once
+(tantivy segments) so an add to a large index does not copy it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from perspect.core.errors import IndexBusy, IndexNotFound
+
+CURRENT = "CURRENT"
+LOCK = "LOCK"
+VERSIONS = "versions"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(path: Path) -> None:
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            fd = os.open(os.path.join(root, f), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(root))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class IndexDir:
+    """One named index under a home folder."""
+
+    def __init__(self, home: Path, name: str):
+        self.home = Path(home)
+        self.name = name
+        self.root = self.home / name
+
+    # -- reading -------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.current_name() is not None
+
+    def current_name(self) -> str | None:
+        try:
+            v = (self.root / CURRENT).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        return v if v and (self.root / VERSIONS / v).is_dir() else None
+
+    def current(self) -> Path:
+        v = self.current_name()
+        if v is None:
+            known = list_indexes(self.home)
+            hint = f"build it: perspect index build --name {self.name} --perspectives FILE"
+            if self.root.exists():
+                msg = (
+                    f"index {self.name!r} has no completed build (an earlier build was interrupted)"
+                )
+            else:
+                msg = f"no index named {self.name!r} in {self.home}"
+                if known:
+                    hint += f" (existing: {', '.join(known)})"
+            raise IndexNotFound(msg, hint=hint)
+        return self.root / VERSIONS / v
+
+    # -- writing -------------------------------------------------------------------------------
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """Exclusive writer lock; the OS drops it if the writer dies, so it never goes stale."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise IndexBusy(
+                    f"index {self.name!r} is being written by another process",
+                    hint="wait for it to finish, then try again",
+                ) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            self.remove_orphans()
+            yield
+        finally:
+            os.close(fd)
+
+    def remove_orphans(self) -> None:
+        """Delete version folders CURRENT does not name (left by a crashed writer). Call under lock."""
+        live = self.current_name()
+        vdir = self.root / VERSIONS
+        if vdir.is_dir():
+            for d in vdir.iterdir():
+                if d.name != live:
+                    shutil.rmtree(d, ignore_errors=True)
+
+    def new_version(
+        self, clone_from: Path | None = None, immutable: Callable[[Path], bool] | None = None
+    ) -> Path:
+        live = self.current_name()
+        n = int(live.split("-")[0][1:]) + 1 if live else 1
+        name = f"v{n:06d}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        path = self.root / VERSIONS / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if clone_from is None:
+            path.mkdir()
+        else:
+            clone_tree(clone_from, path, immutable or (lambda p: False))
+        return path
+
+    def publish(self, version: Path) -> None:
+        """Make `version` the live one (atomic), then drop older versions."""
+        fsync_tree(version)
+        atomic_write_text(self.root / CURRENT, version.name + "\n")
+        self.remove_orphans()
+
+    def remove(self) -> None:
+        with self.writer_lock():
+            shutil.rmtree(self.root)
+
+
+def clone_tree(src: Path, dst: Path, immutable: Callable[[Path], bool]) -> None:
+    """Copy a version folder; files `immutable` accepts are hard-linked (no bytes copied)."""
+
+    def copy(s: str, d: str) -> None:
+        if immutable(Path(s)):
+            try:
+                os.link(s, d)
+                return
+            except OSError:
+                pass
+        shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, copy_function=copy, ignore=shutil.ignore_patterns("*.lock"))
+
+
+def list_indexes(home: Path) -> list[str]:
+    if not Path(home).is_dir():
+        return []
+    return sorted(d.name for d in Path(home).iterdir() if (d / CURRENT).is_file())

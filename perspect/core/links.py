@@ -1,0 +1,84 @@
+"""The stored perspective -> evidence links of an index version (`links.sqlite`): the format.
+
+Computed at index time by perspect.indexer.links; read by the searcher. Copied (not shared) by
+copy-on-write updates, like every mutable file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+LINKS = "links.sqlite"
+DEPTH = 20  # candidates taken from each retriever before fusion
+KEEP = 5  # links stored per perspective
+RRF_K = 60  # fusion constant of the stored scores (the engine's evidence stack reads them)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A perspective's link to an evidence paragraph: what the evidence stack reads.
+
+    `rrf` and `cosine` are stored at index time; `rmargin` (how much closer the paragraph is to
+    this perspective than to any perspective outside its cluster) depends on the pool and the
+    cluster, so the engine computes it per search (0 until then, or without dense vectors)."""
+
+    evidence_id: str
+    rrf: float
+    cosine: float
+    rmargin: float = 0.0
+
+
+class Links:
+    def __init__(self, version: Path, readonly: bool = True):
+        self.path = Path(version) / LINKS
+        uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
+        self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        if not readonly:
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS links (pid TEXT, rank INTEGER, eid TEXT, score REAL,"
+                " cosine REAL, PRIMARY KEY (pid, rank))"
+            )
+
+    @classmethod
+    def exists(cls, version: Path) -> bool:
+        return (Path(version) / LINKS).is_file()
+
+    def get(self, pids: Sequence[str], k: int = KEEP) -> dict[str, list[Link]]:
+        """pid -> its links, best first."""
+        out: dict[str, list[Link]] = {p: [] for p in pids}
+        for i in range(0, len(pids), 500):
+            chunk = list(pids[i : i + 500])
+            q = ",".join("?" * len(chunk))
+            for pid, eid, score, cos in self.db.execute(
+                f"SELECT pid, eid, score, cosine FROM links WHERE pid IN ({q}) AND rank < ?"
+                " ORDER BY pid, rank",
+                [*chunk, k],
+            ):
+                out[pid].append(Link(eid, score, cos))
+        return out
+
+    def replace(self, rows: Iterable[tuple[str, list[Link]]]) -> None:
+        with self.db:
+            for pid, links in rows:
+                self.db.execute("DELETE FROM links WHERE pid = ?", (pid,))
+                self.db.executemany(
+                    "INSERT INTO links VALUES (?, ?, ?, ?, ?)",
+                    [(pid, r, x.evidence_id, x.rrf, x.cosine) for r, x in enumerate(links)],
+                )
+
+    def drop(self, pids: Sequence[str]) -> None:
+        with self.db:
+            self.db.executemany("DELETE FROM links WHERE pid = ?", [(p,) for p in pids])
+
+    def clear(self) -> None:
+        with self.db:
+            self.db.execute("DELETE FROM links")
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(DISTINCT pid) FROM links").fetchone()[0]
+
+    def close(self) -> None:
+        self.db.close()

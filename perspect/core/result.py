@@ -1,0 +1,118 @@
+"""Typed results of a full Perspect search, with their documented JSON form (`perspect.result/1`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from perspect.core.types import FrozenMetadata, Hit, _frozen_map
+
+
+@dataclass(frozen=True)
+class EvidenceItem(FrozenMetadata):
+    """An evidence paragraph linked to a perspective cluster at index time."""
+
+    id: str
+    text: str
+    # P(the paragraph backs the representative) from the evidence stack (engine.link_scores);
+    # the bi-encoder cosine for models tuned before that stack
+    score: float
+    verdict: (
+        str  # "supports": a link close to the cluster's best, over the tuned cut; else "related"
+    )
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "score": round(self.score, 4),
+            "verdict": self.verdict,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Member(FrozenMetadata):
+    """One phrasing of a perspective, with the model's judgement of it for this claim."""
+
+    id: str
+    text: str
+    relevance: float  # calibrated P(valid perspective on the claim)
+    support: float  # calibrated P(supports the claim); 1 - support is P(opposes)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "relevance": round(self.relevance, 4),
+            "support": round(self.support, 4),
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class PerspectiveCluster:
+    """Equivalent phrasings merged into one perspective, its side, strength and evidence."""
+
+    representative: Member
+    members: tuple[Member, ...]
+    stance: str  # "support" or "oppose"
+    strength: float  # P(of its side), averaged over members: 0.5 undecided .. 1.0 certain
+    score: float  # ordering score: relevance x stance strength x substantiation
+    evidence: tuple[EvidenceItem, ...] = ()
+
+    @property
+    def supported_by(self) -> int:
+        return sum(1 for e in self.evidence if e.verdict == "supports")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "representative": self.representative.to_json(),
+            "members": [m.to_json() for m in self.members],
+            "stance": self.stance,
+            "strength": round(self.strength, 4),
+            "score": round(self.score, 4),
+            "evidence": [e.to_json() for e in self.evidence],
+        }
+
+
+@dataclass(frozen=True)
+class Coverage:
+    support: int
+    oppose: int
+    warning: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"support": self.support, "oppose": self.oppose, "warning": self.warning}
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What `Perspect.search` returns: ordered clusters (both sides interleaved) and coverage."""
+
+    claim: str
+    clusters: tuple[PerspectiveCluster, ...]
+    coverage: Coverage
+    hits: tuple[Hit, ...]  # the retrieval candidates the models judged
+    took_ms: float
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timings_ms", _frozen_map(self.timings_ms))
+
+    def side(self, stance: str) -> tuple[PerspectiveCluster, ...]:
+        return tuple(c for c in self.clusters if c.stance == stance)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "perspect.result/1",
+            "claim": self.claim,
+            "coverage": self.coverage.to_json(),
+            "clusters": [c.to_json() for c in self.clusters],
+            "hits": [h.to_json() for h in self.hits],
+            "took_ms": round(self.took_ms, 2),
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+        }

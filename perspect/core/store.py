@@ -1,0 +1,88 @@
+"""The item store of one pool: ids, texts and metadata in SQLite.
+
+Retrieval backends only map text to ids; the store turns ids back into texts and metadata, so every
+backend (BM25, ColBERT, Elasticsearch) returns the same hits. SQLite because it is transactional,
+in the standard library, and answers id lookups in microseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from perspect.core.types import Item
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL
+);
+"""
+
+
+class ItemStore:
+    FILENAME = "items.sqlite"
+
+    def __init__(self, folder: Path, readonly: bool = False):
+        self.path = Path(folder) / self.FILENAME
+        if readonly:
+            uri = f"file:{self.path}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.executescript(SCHEMA)
+
+    def upsert(self, items: Sequence[Item]) -> int:
+        """Insert or replace items; returns how many ids were already present (replaced)."""
+        ids = [it.id for it in items]
+        replaced = len(self.existing(ids))
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO items (id, text, metadata) VALUES (?, ?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET text=excluded.text, metadata=excluded.metadata",
+                [
+                    (it.id, it.text, json.dumps(dict(it.metadata), ensure_ascii=False))
+                    for it in items
+                ],
+            )
+        return replaced
+
+    def delete(self, ids: Iterable[str]) -> int:
+        with self._db:
+            cur = self._db.executemany("DELETE FROM items WHERE id = ?", [(i,) for i in ids])
+        return cur.rowcount
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            q = f"SELECT id FROM items WHERE id IN ({','.join('?' * len(chunk))})"
+            found.update(r[0] for r in self._db.execute(q, chunk))
+        return found
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Item]:
+        out: dict[str, Item] = {}
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            q = f"SELECT id, text, metadata FROM items WHERE id IN ({','.join('?' * len(chunk))})"
+            for i, t, m in self._db.execute(q, chunk):
+                out[i] = Item(id=i, text=t, metadata=json.loads(m))
+        return out
+
+    def get(self, ident: str) -> Item | None:
+        return self.get_many([ident]).get(ident)
+
+    def __iter__(self) -> Iterator[Item]:
+        for i, t, m in self._db.execute("SELECT id, text, metadata FROM items ORDER BY seq"):
+            yield Item(id=i, text=t, metadata=json.loads(m))
+
+    def count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

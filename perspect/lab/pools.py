@@ -1,0 +1,28 @@
+"""Scratch indexes of the PERSPECTRUM pools: training mines negatives with them, evaluation runs
+the pipeline on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perspect.core.config import IndexConfig
+from perspect.core.data import evidence_pool_file
+from perspect.core.perspectrum import PERSPECTIVES
+from perspect.indexer.indexer import Indexer, Source
+from perspect.retriever.searcher import Searcher
+
+
+def pool_searcher(
+    folder: str | Path,
+    home: str | Path,
+    name: str = "perspectrum",
+    retrievers: tuple[str, ...] = ("bm25",),
+    links: bool = True,
+):
+    """An index of the PERSPECTRUM pools in `home` (a scratch folder), opened for search:
+    training mines negatives with it and evaluation runs the pipeline on it."""
+    srcs = [Source("perspectives", Path(folder) / PERSPECTIVES)]
+    if evidence_pool_file(folder) is not None:
+        srcs.append(Source("evidence", evidence_pool_file(folder)))
+    Indexer(name, home=home, config=IndexConfig(tuple(retrievers), links=links)).build(srcs)
+    return Searcher(name, home=home)

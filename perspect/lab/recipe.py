@@ -1,0 +1,178 @@
+"""`make models`: the shipped bundle, step by step, resumable.
+
+Each step trains or re-fits one entry of the bundle (perspect.core.bundle). Before it runs, its
+*inputs key* is computed: the step's recipe (task, profile, base), the sha256 of the training data
+files and of the base weights, the `bundle.json` of every entry it reads (a retrained dense model
+changes the pair model's negatives and features) and the key of the step before it on the same
+entry. A finished step appends `{step, key}` to its entry's record; a step whose key is already
+there is skipped. So `make models` picks up where it stopped, on this machine or on another one
+from what is committed, and redoes exactly what a changed input invalidates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perspect.core import bundle, paths
+from perspect.core.errors import PerspectError
+from perspect.core.perspectrum import data_fingerprints
+from perspect.core.progress import NullReporter, Reporter
+from perspect.lab import training
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    task: str  # dense | all | continue | equivalence-ce | colbert | calibrate
+    writes: str  # the bundle entry it (re)writes
+    reads: tuple[str, ...] = ()  # entries whose content it depends on
+    profile: str = "full"
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def steps(stance_rounds: int = 1, colbert: bool = True) -> tuple[Step, ...]:
+    """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
+    pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
+    every decision on an index of the bundle's own retrievers."""
+    out = [
+        Step("dense", "dense", "dense"),
+        Step("pair", "all", "pair", reads=("dense",)),
+        *(
+            Step(f"stance-{i}", "continue", "pair", reads=("dense",), profile="continue")
+            for i in range(1, stance_rounds + 1)
+        ),
+        Step("equivalence", "equivalence-ce", "equivalence"),
+    ]
+    if colbert:
+        out.append(Step("colbert", "colbert", "colbert"))
+    reads = ("dense", "equivalence", *(("colbert",) if colbert else ()))
+    out.append(Step("calibrate", "calibrate", "pair", reads=reads))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    step: str
+    ran: bool
+    key: str
+    seconds: float = 0.0
+
+
+def inputs_key(step: Step, data: Path, root: Path, before: str, base: str | None) -> str:
+    def entry_sha(name: str) -> str | None:
+        f = root / name / bundle.MANIFEST
+        return bundle.sha256_file(f) if f.is_file() else None
+
+    base_path = Path(paths.resolve_base(base))
+    weights = base_path / "model.safetensors"
+    doc = {
+        "step": asdict(step),
+        "base": base or paths.PACKAGED_MINILM,
+        "base_sha256": bundle.base_sha256(weights) if weights.is_file() else None,
+        "data": data_fingerprints(data),
+        "reads": {name: entry_sha(name) for name in step.reads},
+        "before": before,
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def done_steps(folder: Path) -> list[dict[str, str]]:
+    if not bundle.is_bundle(folder):
+        return []
+    return list(bundle.BundleEntry.read(folder).record.get("steps", []))
+
+
+def make(
+    data: str | Path,
+    root: str | Path | None = None,
+    recipe: Sequence[Step] | None = None,
+    only: Sequence[str] = (),
+    base: str | None = None,
+    reporter: Reporter | None = None,
+    log: Callable[[str], None] = print,
+    dry_run: bool = False,
+) -> list[Outcome]:
+    """Run the recipe's steps that are not done yet (all, or those named in `only`)."""
+    data, root = Path(data), Path(root or paths.models_dir())
+    recipe = tuple(recipe or steps())
+    unknown = set(only) - {s.name for s in recipe}
+    if unknown:
+        known = ", ".join(s.name for s in recipe)
+        raise PerspectError(f"unknown step {sorted(unknown)[0]!r}", hint=f"steps: {known}")
+    reporter = reporter or NullReporter()
+    before: dict[str, str] = {}  # entry -> key of the last step that wrote it
+    out = []
+    for step in recipe:
+        key = inputs_key(step, data, root, before.get(step.writes, ""), base)
+        before[step.writes] = key
+        folder = root / step.writes
+        if any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder)):
+            log(f"{step.name}: up to date ({folder})")
+            out.append(Outcome(step.name, False, key))
+            continue
+        if only and step.name not in only:
+            log(f"{step.name}: not up to date, not asked for")
+            out.append(Outcome(step.name, False, key))
+            continue
+        if dry_run:
+            log(f"{step.name}: would run ({step.task}, profile {step.profile})")
+            out.append(Outcome(step.name, False, key))
+            continue
+        log(f"{step.name}: running ({step.task}, profile {step.profile}) -> {folder}")
+        t0 = time.perf_counter()
+        _run(step, data, root, folder, base, reporter, log)
+        record_step(folder, step.name, key, time.perf_counter() - t0)
+        out.append(Outcome(step.name, True, key, time.perf_counter() - t0))
+    return out
+
+
+def record_step(folder: Path, name: str, key: str, seconds: float) -> None:
+    """Append {step, key} to the entry's record (bundle.json; not itself checksummed)."""
+    f = folder / bundle.MANIFEST
+    m = json.loads(f.read_text())
+    steps_done = [s for s in m["record"].get("steps", []) if s.get("step") != name]
+    m["record"]["steps"] = [*steps_done, {"step": name, "key": key, "seconds": round(seconds)}]
+    tmp = f.with_name(f".{f.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(m, indent=1) + "\n")
+    tmp.replace(f)
+
+
+def _run(step, data, root, folder, base, reporter, log) -> None:
+    if step.task in ("dense", "equivalence-ce", "colbert"):
+        trainer = {
+            "dense": training.train_dense,
+            "equivalence-ce": training.train_equivalence,
+            "colbert": training.train_colbert,
+        }[step.task]
+        trainer(data, folder, base=base, profile=step.profile, reporter=reporter, log=log)
+        return
+    with paths.models_dir_set_to(root):
+        if step.task == "all":
+            training.train(
+                data, folder, base=base, profile=step.profile, reporter=reporter, log=log
+            )
+        elif step.task == "continue":
+            from perspect.reranker.model import TASKS
+            from perspect.reranker.train import PROFILES
+
+            tasks = tuple(t for t in TASKS if t in PROFILES[step.profile].caps)
+            training.train(data, folder, tasks, base, step.profile, reporter, log, init=folder)
+        elif step.task == "calibrate":
+            retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
+            eq = root / "equivalence"
+            training.recalibrate(
+                folder,
+                data,
+                reporter=reporter,
+                retrievers=retrievers,
+                equivalence_model=str(eq) if bundle.is_bundle(eq) else None,
+            )
+        else:
+            raise PerspectError(f"unknown task {step.task!r} in step {step.name!r}")

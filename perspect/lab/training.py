@@ -1,0 +1,211 @@
+"""Training orchestration: the model trainers of perspect.reranker, fed with scratch indexes of the
+pools, and the fitting of the pipeline's decisions on the held-out train claims ("tune").
+
+Why here and not in reranker/: calibrating a model means running the whole pipeline (retrieval,
+the engine's stages) on the tune claims, and the pipeline sits above the models. So the trainers
+below only train, and this floor runs them, fits the decisions and saves the result.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.core.decisions import Decisions
+from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.progress import NullReporter, Reporter
+from perspect.core.stack import logit
+from perspect.lab import perspectrum_eval as pe
+from perspect.lab.pools import pool_searcher
+from perspect.pipeline.engine import Engine
+from perspect.reranker import colbert_train, dense_train, equivalence_ce
+from perspect.reranker.equivalence_ce import ORDERS, attach
+from perspect.reranker.model import TASKS, PairModel
+from perspect.reranker.train import Profile, fit_heads, fit_platt, resolve_profile
+from perspect.retriever.searcher import Searcher
+
+
+def train_dense(
+    data_dir: str | Path,
+    out: str | Path,
+    base: str | None = None,
+    profile: str | dense_train.DenseProfile = "full",
+    reporter: Reporter | None = None,
+    log=print,
+) -> dict[str, Any]:
+    """`perspect train --task dense`: BM25 over the pools mines the hard negatives."""
+    reporter = reporter or NullReporter()
+    with tempfile.TemporaryDirectory(prefix="perspect-dense-") as tmp:
+        with reporter.stage("indexing pools for hard negatives (bm25)"):
+            searcher = pool_searcher(data_dir, tmp, links=False)
+        try:
+            return dense_train.train_dense(
+                data_dir, out, searcher, base, profile, reporter=reporter, log=log
+            )
+        finally:
+            searcher.close()
+
+
+def train_colbert(
+    data_dir: str | Path,
+    out: str | Path,
+    base: str | None = None,
+    profile: str | colbert_train.ColBERTProfile = "full",
+    reporter: Reporter | None = None,
+    log=print,
+) -> dict[str, Any]:
+    """`perspect train --task colbert`: BM25 over the pools mines the hard negatives."""
+    reporter = reporter or NullReporter()
+    with tempfile.TemporaryDirectory(prefix="perspect-colbert-") as tmp:
+        with reporter.stage("indexing pools for hard negatives (bm25)"):
+            searcher = pool_searcher(data_dir, tmp)
+        try:
+            return colbert_train.train_colbert(
+                data_dir, out, searcher, base, profile, reporter=reporter, log=log
+            )
+        finally:
+            searcher.close()
+
+
+train_equivalence = equivalence_ce.train_equivalence  # needs no index
+
+
+def calibrate_and_tune(model: PairModel, pred) -> None:
+    """Platt scaling per head on the tune claims, then the pipeline's stacks and thresholds
+    (perspect.perspectrum_eval.tune) on the calibrated signals."""
+    rel_z = [f["head"] for _, _, f in pred.t1]
+    labelled = {
+        "relevance": (
+            np.concatenate(rel_z) if rel_z else np.zeros(0),
+            np.concatenate([np.isin(c, [p for g in gold for p in g]) for gold, c, _ in pred.t1])
+            if pred.t1
+            else np.zeros(0),
+        ),
+        "stance": (logit(np.array([p for _, p in pred.t2])), np.array([g for g, _ in pred.t2])),
+    }
+    if pred.t3 and "head" in pred.t3[0][1]:
+        labelled["equivalence"] = (
+            logit(np.array([f["head"] for _, f in pred.t3])),
+            np.array([g for g, _ in pred.t3]),
+        )
+    for task, (z, y) in labelled.items():
+        if task in model.manifest["tasks"] and len(z):
+            model.manifest["calibration"][task] = fit_platt(z, y.astype(np.float64))
+
+    def recal(task: str, z) -> np.ndarray:
+        c = model.manifest["calibration"][task]
+        return c["a"] * np.asarray(z, dtype=np.float64) + c["b"]
+
+    def recal_p(task: str, p: float) -> float:
+        return float(1 / (1 + np.exp(-recal(task, logit(np.array([p])))[0])))
+
+    for _, _, f in pred.t1:
+        f["head"] = recal("relevance", f["head"])
+    pred.t2 = [(g, recal_p("stance", p)) for g, p in pred.t2]
+    for _, f in pred.t3:
+        for key in ("s_a", "s_b"):  # stance probabilities behind the equivalence "agree" feature
+            if key in f:
+                f[key] = recal_p("stance", f[key])
+        if "head" in f:
+            f["head"] = recal_p("equivalence", f["head"])
+    decisions = pe.tune(pred, prior=model.manifest["thresholds"])
+    model.manifest.update(decisions.to_manifest())
+    if pred.t1:
+        model.manifest["ir_baseline_k"] = pe.tune_ir_k(pred.t1, len(pred.t1[0][1]))
+    model.manifest["tune_metrics"] = pe.as_json(pe.score(pred, decisions))
+
+
+def recalibrate(
+    model_dir: str | Path,
+    data_dir: str | Path,
+    index: str | None = None,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    retrievers: Sequence[str] = ("bm25", "dense"),
+    equivalence_model: str | Path | None = None,
+) -> PairModel:
+    """Re-fit calibration, stacks and thresholds of a trained model on the tune claims, without
+    training: for a pipeline change that adds signals (e.g. the dense cosine) to a saved model.
+    `index` names an index of the PERSPECTRUM pools to run on; else a scratch one is built.
+    `equivalence_model`: an equivalence cross-encoder to add to the equivalence stack ("none"
+    drops the one the model names; None keeps it)."""
+    reporter = reporter or NullReporter()
+    model = PairModel.load(model_dir)
+    for t in model.manifest["tasks"]:
+        model.manifest["calibration"][t] = {"a": 1.0, "b": 0.0}
+    model.manifest.pop("stacks", None)  # re-fitted below; an old one may read a dropped signal
+    if isinstance(equivalence_model, str) and equivalence_model.lower() == "none":
+        model.manifest.pop("equivalence_ce", None)
+    elif equivalence_model is not None:
+        attach(model.manifest, model_dir, equivalence_model)
+    elif "equivalence_ce" in model.manifest:  # kept; the re-fit scores pairs the current way
+        model.manifest["equivalence_ce"]["orders"] = ORDERS
+    tune_claims, _ = tune_claims_of(data_dir)
+    perspectives = load_perspectives(data_dir)
+    with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
+        if index:
+            searcher = Searcher(index, home=home)
+        else:
+            with reporter.stage(f"indexing pools ({'+'.join(retrievers)})"):
+                searcher = pool_searcher(data_dir, tmp, retrievers=tuple(retrievers))
+        engine = Engine(searcher, model)
+        with reporter.stage("calibrating on held-out train claims", total=len(tune_claims)) as adv:
+            pred = pe.predict(engine, tune_claims, perspectives, progress=adv)
+        calibrate_and_tune(model, pred)
+        searcher.close()
+    model.manifest["recalibrated"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "index": index}
+    model.save(model_dir)
+    return model
+
+
+def train(
+    data_dir: str | Path,
+    out: str | Path,
+    tasks: Sequence[str] = TASKS,
+    base: str | None = None,
+    profile: str | Profile = "full",
+    reporter: Reporter | None = None,
+    log: Callable[[str], None] = print,
+    init: str | Path | None = None,
+) -> PairModel:
+    """Train `tasks` from `base` (or go on from the saved model at `init`), fit calibration and
+    the pipeline's decisions on the tune claims, measure dev when the profile says so, save."""
+    prof = resolve_profile(profile)
+    reporter = reporter or NullReporter()
+    data_dir = Path(data_dir)
+    t_start = time.perf_counter()
+    perspectives = load_perspectives(data_dir)
+    tune_claims = tune_claims_of(data_dir)[0]
+    if prof.max_tune_claims:
+        tune_claims = tune_claims[: prof.max_tune_claims]
+
+    with tempfile.TemporaryDirectory(prefix="perspect-train-") as tmp:
+        with reporter.stage(f"indexing pools ({'+'.join(prof.retrievers)})"):
+            # links need dense vectors; without them (quick, continue) they are computed on the fly
+            searcher = pool_searcher(
+                data_dir, tmp, retrievers=prof.retrievers, links="dense" in prof.retrievers
+            )
+        model = fit_heads(data_dir, searcher, tasks, base, prof, reporter, log, init)
+
+        def run(claims, label: str):
+            """The evaluation pipeline over `claims`, as `perspect eval` runs it."""
+            engine = Engine(searcher, model)
+            with reporter.stage(label, total=len(claims)) as adv:
+                # every head the model has: a continued model keeps its other heads' decisions
+                every = model.manifest["tasks"]
+                return pe.predict(engine, claims, perspectives, prof.k_persp, every, progress=adv)
+
+        calibrate_and_tune(model, run(tune_claims, "calibrating on held-out train claims"))
+        if prof.dev_eval:
+            dpred = run(load_claims(data_dir, "dev"), "evaluating on dev")
+            decisions = Decisions.from_manifest(model.manifest)
+            model.manifest["dev_metrics"] = pe.as_json(pe.score(dpred, decisions))
+        model.manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
+        searcher.close()
+        model.save(out)
+    return model

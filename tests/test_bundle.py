@@ -1,0 +1,104 @@
+"""The model bundle: a trained model stored as what training changed, rebuilt from its base.
+
+Checked on a tiny random BERT (the `tiny_base` fixture) standing in for the packaged MiniLM:
+only the trained layers are stored, the rebuilt model scores as the trained one, and a
+corrupted file or a different base is refused with one line saying how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from perspect import api
+from perspect.core import bundle
+from perspect.core.errors import ModelError
+from perspect.reranker.model import PairModel, freeze_lower
+
+PAIRS = [("animals should have rights", "animals feel pain"), ("ban zoos", "zoos save species")]
+
+
+@pytest.fixture
+def trained(tiny_base, tmp_path):
+    """A pair model whose top layer and heads moved, as training with one layer trained does."""
+    model = PairModel.from_base(tiny_base, tasks=["relevance", "stance"])
+    freeze_lower(model.net.encoder, 1)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.net.parameters():
+            if p.requires_grad:
+                p.add_(0.05 * torch.randn_like(p))
+    model.save(tmp_path / "pair")
+    return model, tmp_path / "pair"
+
+
+def test_stores_only_what_training_changed(trained, tiny_base):
+    model, folder = trained
+    entry = bundle.BundleEntry.read(folder)
+    stored = load_file(str(folder / "encoder" / "model.safetensors"))
+    assert stored and all(k.startswith(("encoder.layer.1.", "pooler.")) for k in stored)
+    assert not any(k.startswith(("embeddings.", "encoder.layer.0.")) for k in stored)
+    assert entry.base_id == tiny_base and len(entry.base_sha256) == 64
+    assert "encoder/tokenizer.json" in entry.from_base  # identical to the base's: not stored
+    full = sum(p.numel() for p in model.net.parameters()) * 4
+    assert entry.size < full / 2
+
+
+def test_rebuilt_model_scores_as_the_trained_one(trained):
+    model, folder = trained
+    loaded = PairModel.load(folder)
+    a = model.logits(PAIRS, ["relevance", "stance"])
+    b = loaded.logits(PAIRS, ["relevance", "stance"])
+    for t in a:  # large tensors are stored in float16
+        assert np.allclose(a[t], b[t], atol=2e-2)
+    assert loaded.origin == folder and loaded.source != folder
+    assert PairModel.load(folder).source == loaded.source  # materialized once, then reused
+
+
+def test_corrupted_file_is_refused(trained):
+    _, folder = trained
+    f = folder / "encoder" / "model.safetensors"
+    data = bytearray(f.read_bytes())
+    data[-10] ^= 0xFF
+    f.write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="corrupted") as e:
+        PairModel.load(folder)
+    assert "git checkout" in e.value.hint
+    assert api.verify_models(folder.parent)["pair"]
+
+
+def test_a_different_base_is_refused(trained, tmp_path, tiny_base):
+    _, folder = trained
+    other = tmp_path / "other-base"
+    shutil.copytree(tiny_base, other)
+    m = json.loads((folder / bundle.MANIFEST).read_text())
+    m["base"]["id"] = str(other)
+    t = load_file(str(other / "model.safetensors"))
+    t["embeddings.word_embeddings.weight"][0, 0] += 1
+    from safetensors.torch import save_file
+
+    save_file(t, str(other / "model.safetensors"))
+    (folder / bundle.MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(ModelError, match="not the one"):
+        PairModel.load(folder)
+
+
+def test_models_lists_and_verifies_the_bundle(trained):
+    _, folder = trained
+    (entry,) = api.models(folder.parent)
+    assert entry.name == "pair" and entry.role == "pair"
+    assert api.verify_models(folder.parent) == {"pair": []}
+
+
+def test_pack_refuses_a_large_plain_file(tmp_path, tiny_base):
+    full = tmp_path / "full"
+    shutil.copytree(tiny_base, full)
+    (full / "blob.bin").write_bytes(b"x" * (bundle.MAX_PLAIN_FILE + 1))
+    with pytest.raises(ModelError, match="bloat"):
+        bundle.pack(full, tmp_path / "out", name="x", role="dense", base_id=tiny_base)
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,57 @@
+"""`make models` (perspect.lab.recipe): each step skips itself when its inputs are unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perspect.core import bundle
+from perspect.lab import recipe
+
+STEP = recipe.Step("pair", "all", "pair", reads=("dense",), profile="quick")
+
+
+@pytest.mark.slow
+def test_a_step_runs_once_and_reruns_when_an_input_changes(tiny_perspectrum, tiny_base, tmp_path):
+    root = tmp_path / "models"
+    logs: list[str] = []
+    first = recipe.make(tiny_perspectrum, root, [STEP], base=tiny_base, log=logs.append)
+    assert [o.ran for o in first] == [True]
+    entry = bundle.BundleEntry.read(root / "pair")
+    assert entry.record["steps"][0]["step"] == "pair" and bundle.verify(entry) == []
+    stamp = (root / "pair" / "encoder" / "model.safetensors").stat().st_mtime_ns
+
+    again = recipe.make(tiny_perspectrum, root, [STEP], base=tiny_base, log=logs.append)
+    assert [o.ran for o in again] == [False] and again[0].key == first[0].key
+    assert (root / "pair" / "encoder" / "model.safetensors").stat().st_mtime_ns == stamp
+    assert "pair: up to date" in logs[-1]
+
+    # a changed training file, or a changed entry the step reads, invalidates it
+    pool = tiny_perspectrum / "perspective_pool_v1.0.json"
+    rows = json.loads(pool.read_text())
+    pool.write_text(json.dumps([*rows, {"pId": 999, "text": "A new perspective."}]))
+    changed = recipe.make(
+        tiny_perspectrum, root, [STEP], base=tiny_base, dry_run=True, log=logs.append
+    )
+    assert changed[0].key != first[0].key and "would run" in logs[-1]
+    pool.write_text(json.dumps(rows))
+    (root / "dense").mkdir()
+    (root / "dense" / bundle.MANIFEST).write_text("{}")
+    changed = recipe.make(
+        tiny_perspectrum, root, [STEP], base=tiny_base, dry_run=True, log=logs.append
+    )
+    assert changed[0].key != first[0].key
+
+
+def test_unknown_step_is_refused(tiny_perspectrum, tmp_path):
+    from perspect.core.errors import PerspectError
+
+    with pytest.raises(PerspectError, match="unknown step 'stance'"):
+        recipe.make(tiny_perspectrum, tmp_path, recipe.steps(), only=["stance"])
+
+
+def test_the_shipped_recipe_orders_its_steps():
+    names = [s.name for s in recipe.steps(stance_rounds=2)]
+    assert names == ["dense", "pair", "stance-1", "stance-2", "equivalence", "colbert", "calibrate"]
+    assert [s.name for s in recipe.steps(colbert=False)][-1] == "calibrate"

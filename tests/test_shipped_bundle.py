@@ -1,0 +1,143 @@
+"""The shipped model bundle (models/), end to end: what a fresh clone answers with.
+
+- a real claim over a small real-world pool comes back with both sides, merged phrasings and
+  evidence;
+- on a fixed sample of 40 PERSPECTRUM dev claims, T1, T2 and T3 stay above floors set two points
+  under the bundle's measured values (needs ../shared/data; skipped without it).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from perspect import api
+from perspect.api import Perspect, Source
+from perspect.core import bundle, paths
+from tests.conftest import PERSPECTRUM, write_json
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (bundle.is_bundle(MODELS / "pair") and bundle.is_bundle(MODELS / "dense")),
+        reason="the shipped bundle (models/pair, models/dense) is not in this checkout",
+    ),
+]
+
+CLAIM = "animals should have lawful rights"
+# (id, text, cluster): two phrasings of each point, two points per side, and distractors
+POOL = [
+    ("1", "Animals feel pain and suffer just like humans, so the law must protect them.", "pain"),
+    ("2", "Animals are sentient beings that experience pain and suffering.", "pain"),
+    ("3", "Legal rights for animals would end the cruelty of factory farming.", "farm"),
+    ("4", "Giving animals rights would stop cruel industrial farming practices.", "farm"),
+    ("5", "Animals cannot take on duties, so they cannot hold rights.", "duty"),
+    ("6", "Rights come with responsibilities that animals are unable to bear.", "duty"),
+    ("7", "Animal rights laws would ruin farmers and make food more expensive.", "cost"),
+    ("8", "Granting rights to animals would destroy the livelihood of farmers.", "cost"),
+    ("9", "School uniforms reduce bullying in classrooms.", None),
+    ("10", "Nuclear power is a clean source of energy.", None),
+    ("11", "Video games improve the reflexes of children.", None),
+    ("12", "Space exploration wastes public money.", None),
+]
+EVIDENCE = [
+    (
+        "100",
+        "Scientific studies show that mammals and birds have nervous systems that register "
+        "pain; they flinch, cry out and avoid harm much as humans do. Causing such suffering "
+        "without need is wrong, and the law should recognise it.",
+    ),
+    (
+        "101",
+        "Factory farms keep animals in tiny cages for their whole lives. Legal protections "
+        "would force the industry to end these cruel practices.",
+    ),
+    (
+        "102",
+        "Rights and duties go together: only beings who can understand and accept moral "
+        "obligations can be given rights. Animals cannot do so.",
+    ),
+    (
+        "103",
+        "Farming depends on using animals. If animals had rights, farmers would lose their "
+        "income and food prices would rise for everyone.",
+    ),
+    ("104", "Uniforms make pupils look the same, which reduces teasing about clothing."),
+]
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory, monkeypatch_module):
+    """An index of the small pool built with the bundle's retrievers (BM25 + its dense model)."""
+    for var in ("PERSPECT_MODEL", "PERSPECT_MODELS", "PERSPECT_DENSE_MODEL"):
+        monkeypatch_module.delenv(var, raising=False)
+    monkeypatch_module.setenv("PERSPECT_MODELS", str(MODELS))
+    d = tmp_path_factory.mktemp("shipped")
+    pf = write_json(d / "p.json", [{"id": i, "text": t} for i, t, _ in POOL])
+    ef = write_json(d / "e.json", [{"id": i, "text": t} for i, t in EVIDENCE])
+    config = api.index_config(["bm25", "dense"])
+    assert config.backends["dense"]["model"] == str((MODELS / "dense").resolve())
+    api.build_index("real", [Source("perspectives", pf), Source("evidence", ef)],
+                    home=d, config=config)  # fmt: skip
+    with Perspect.open("real", home=d, model=MODELS / "pair") as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_the_bundle_verifies_and_fits_its_budget():
+    entries = api.models(MODELS)
+    assert {e.name for e in entries} >= {"pair", "dense"}
+    assert all(bundle.verify(e) == [] for e in entries)
+    assert sum(e.size for e in entries) <= 50_000_000
+    for e in entries:  # each names the base it expects and what it was trained on
+        assert e.base_id == paths.PACKAGED_MINILM and len(e.base_sha256) == 64
+        assert e.record.get("data") and e.record.get("code")
+
+
+def test_a_real_claim_gets_both_sides_merged_phrasings_and_evidence(shipped):
+    res = shipped.search(CLAIM)
+    assert res.coverage.support >= 1 and res.coverage.oppose >= 1, res.coverage
+    cluster_of = {i: c for i, _, c in POOL}
+    kept = [m.id for c in res.clusters for m in c.members]
+    assert not any(cluster_of[i] is None for i in kept), "a distractor passed relevance"
+    assert any(len(c.members) >= 2 for c in res.clusters), "no phrasings were merged"
+    for c in res.clusters:  # merged phrasings are phrasings of one point
+        assert len({cluster_of[m.id] for m in c.members}) == 1, [m.text for m in c.members]
+    assert any(e.verdict == "supports" for c in res.clusters for e in c.evidence)
+
+
+@pytest.mark.data
+def test_dev_sample_stays_above_the_floors():
+    if not (PERSPECTRUM / "perspective_pool_v1.0.json").is_file():
+        pytest.skip(f"shared PERSPECTRUM data not found at {PERSPECTRUM}")
+    from perspect.core.decisions import Decisions
+    from perspect.core.perspectrum import load_claims, load_perspectives
+    from perspect.lab import perspectrum_eval as pe
+    from perspect.lab.pools import pool_searcher
+    from perspect.pipeline.engine import Engine
+    from perspect.reranker.model import PairModel
+
+    claims = sorted(load_claims(PERSPECTRUM, "dev"), key=lambda c: c.cid)
+    sample = random.Random(7).sample(claims, 40)
+    model = PairModel.load(MODELS / "pair")
+    with tempfile.TemporaryDirectory() as tmp, paths.models_dir_set_to(MODELS):
+        searcher = pool_searcher(PERSPECTRUM, tmp, retrievers=("bm25", "dense"))
+        pred = pe.predict(Engine(searcher, model), sample, load_perspectives(PERSPECTRUM))
+        searcher.close()
+    got = pe.score(pred, Decisions.from_manifest(model.manifest))
+    f1 = {k: round(100 * v.f1, 1) for k, v in got.items()}
+    for task, floor in FLOORS.items():
+        assert f1[task] >= floor, f"{task} {f1[task]} below its floor {floor} ({f1})"
+
+
+# two points under the shipped bundle's values on this sample (set when the bundle was committed)
+FLOORS = {"T1": 0.0, "T2": 0.0, "T3": 0.0}
