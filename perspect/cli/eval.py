@@ -93,6 +93,13 @@ def run_eval(args: argparse.Namespace) -> int:
             f"T2 beyond binary F1: accuracy {d['accuracy']:.1f}, macro-F1 {d['macro_f1']:.1f}, "
             f"AUROC {d['auroc']:.1f} (supports are {d['support_share']:.0f}% of gold perspectives)."
         )
+    if result.get("T2_contrast"):
+        x = result["T2_contrast"]
+        Console().print(
+            f"Stance contrast (each claim beside its negation, {x['pairs']} perspectives of "
+            f"{x['claims']} claims): sides flip for {x['flip_rate']:.1f}%, both sides right "
+            f"{x['both_right']:.1f}%."
+        )
     Console().print(
         "T4 counts only evidence that resolves in the pool (unresolvable eIds are unknown, not "
         "negative). The paper's published rows (--reference FILE prints them) are on the held-out "

@@ -15,6 +15,7 @@ from perspect.core.perspectrum import load_claims, load_perspectives
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.reference_rows import load_reference
 from perspect.lab import perspectrum_eval as pe
+from perspect.lab.contrast import stance_flips
 from perspect.lab.pools import pool_searcher
 from perspect.pipeline.engine import Engine, EngineConfig
 from perspect.reranker.model import PairModel
@@ -69,6 +70,11 @@ def evaluate_perspectrum(
         {
             "ir_baseline": {"T1": ir, "k": ir_k, "k_tuned_on": "held-out train claims"},
             "T2_detail": pe.stance_detail(pred.t2, decisions.stance) if pred.t2 else None,
+            "T2_contrast": (
+                stance_flips(model, claims, perspectives, decisions.stance_side)
+                if "stance" in tasks
+                else None
+            ),
             "split": split,
             "claims": len(claims),
             "model": str(model_dir),
