@@ -121,3 +121,13 @@ def test_stance_margin_decides_which_perspectives_may_merge():
     assert pe.t3_clustered(pred, old.with_margin(0.3), 0.5).recall == 0.0
     loose = pe.t3_clustered(pred, old.with_margin(0.5), 0.5)
     assert loose.recall == 1.0 and loose.precision == 1.0
+
+
+def test_a_weakly_held_side_reads_as_leaning():
+    from perspect.core.result import LEAN, Member, PerspectiveCluster
+
+    m = Member("1", "zoos save species", 0.9, 0.4)
+    sure = PerspectiveCluster(m, (m,), "oppose", LEAN + 0.1, 0.5)
+    unsure = PerspectiveCluster(m, (m,), "oppose", LEAN - 0.1, 0.5)
+    assert sure.side_label == "oppose" and unsure.side_label == "leans oppose"
+    assert unsure.to_json()["side_label"] == "leans oppose"

@@ -13,7 +13,7 @@ def bar(value: float, width: int = 10) -> str:
 
 def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
     lines = [
-        f"{i}. **{c.representative.text}** — {c.stance}, strength {c.strength:.2f}, "
+        f"{i}. **{c.representative.text}** — {c.side_label}, strength {c.strength:.2f}, "
         f"relevance {c.representative.relevance:.2f}"
     ]
     for m in c.members[1:]:
@@ -69,7 +69,7 @@ def print_result(res: SearchResult) -> None:
         t = Table(show_header=False, box=None, expand=True)
         t.add_column(ratio=1)
         for c in res.side(stance):
-            extra = []
+            extra = [] if c.side_label == stance else [c.side_label]
             if len(c.members) > 1:
                 extra.append(f"{len(c.members)} phrasings")
             if c.evidence:

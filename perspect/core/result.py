@@ -53,6 +53,11 @@ class Member(FrozenMetadata):
         }
 
 
+# A side held with P < LEAN is shown as "leans ...". The stance head is calibrated (Platt, on the
+# held-out train claims), so .65 means about two in three such calls are right.
+LEAN = 0.65
+
+
 @dataclass(frozen=True)
 class PerspectiveCluster:
     """Equivalent phrasings merged into one perspective, its side, strength and evidence."""
@@ -68,12 +73,19 @@ class PerspectiveCluster:
     def supported_by(self) -> int:
         return sum(1 for e in self.evidence if e.verdict == "supports")
 
+    @property
+    def side_label(self) -> str:
+        """What a reader is told: "support" / "oppose", or "leans support" / "leans oppose" when
+        the model's calibrated P(side) is below LEAN: a guess must not read as a verdict."""
+        return self.stance if self.strength >= LEAN else f"leans {self.stance}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "representative": self.representative.to_json(),
             "members": [m.to_json() for m in self.members],
             "stance": self.stance,
             "strength": round(self.strength, 4),
+            "side_label": self.side_label,
             "score": round(self.score, 4),
             "evidence": [e.to_json() for e in self.evidence],
         }

@@ -20,7 +20,7 @@ class ClusterItem(ListItem):
         t = Text()
         t.append(bar(c.strength, 8), style=colour)
         t.append(f" {c.representative.text}\n")
-        meta = [f"strength {c.strength:.2f}"]
+        meta = [f"{c.side_label} {c.strength:.2f}"]
         if len(c.members) > 1:
             meta.append(f"{len(c.members)} phrasings")
         if c.evidence:

@@ -23,7 +23,7 @@ class DetailScreen(ModalScreen[None]):
         c = self.cluster
         t = Text()
         colour = "green" if c.stance == "support" else "red"
-        t.append(f"{c.stance.upper()}  ", style=f"bold {colour}")
+        t.append(f"{c.side_label.upper()}  ", style=f"bold {colour}")
         t.append(f"strength {c.strength:.2f} · relevance {c.representative.relevance:.2f}\n\n")
         t.append("Phrasings\n", style="bold underline")
         for m in c.members:
