@@ -177,3 +177,26 @@ def test_installed_entry_point():
         pytest.skip(f"no perspect script beside {sys.executable} (not pip-installed here)")
     r = subprocess.run([str(exe), "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "index" in r.stdout and "search" in r.stdout
+
+
+def test_markup_and_escape_codes_in_data_print_literally(home, tmp_path):
+    """A claim, an indexed text or a path with rich markup or terminal escape codes is shown as
+    written, never interpreted (a MarkupError traceback, or a document driving the terminal)."""
+    hostile = [
+        {"id": "1", "text": "animals [/] rights [bold red]matter[/bold red]"},
+        {"id": "2", "text": "animals \x1b]0;pwned\x07 rights \x1b[31mred\x1b[0m"},
+    ]
+    folder = tmp_path / "dir[" / "]x"  # the path 'dir[/]x/p.json'
+    folder.mkdir(parents=True)
+    pool = write_json(folder / "p.json", hostile)
+    h = ("--home", str(home))
+    run("index", "build", "--name", "h", "--perspectives", str(pool), *h)
+    r = run("search", "animals [/] rights", "--index", "h", "--retrieval-only", *h)
+    out = " ".join(r.stdout.split())
+    assert "animals [/] rights" in out and "[bold red]matter[/bold red]" in out
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert "␛]0;pwned␇" in out
+    bad = run(
+        "index", "add", "--name", "h", "--perspectives", str(folder / "none[/].json"), *h, ok=False
+    )
+    assert bad.returncode == 2 and "none[/].json" in bad.stderr and "Traceback" not in bad.stderr

@@ -18,6 +18,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Header, ListView, ProgressBar, Static
 
 from perspect.core.errors import Cancelled, PerspectError
+from perspect.core.render import plain
 from perspect.core.result import SearchResult
 from perspect.tui.messages import SearchDone, SearchFailed, SearchProgress
 from perspect.tui.widgets.claim_input import ClaimInput
@@ -75,7 +76,9 @@ class PerspectApp(App[None]):
         try:
             self.perspect = Perspect.open(self.index_name, home=self.home, model=self.model_dir)
         except PerspectError as e:
-            self._status(f"[red]{e.message}[/]" + (f"\n[dim]fix: {e.hint}[/]" if e.hint else ""))
+            self._status(
+                f"[red]{lit(e.message)}[/]" + (f"\n[dim]fix: {lit(e.hint)}[/]" if e.hint else "")
+            )
             return
         pools = ", ".join(f"{p} {n:,}" for p, n in self.perspect.pools.items())
         note = (
@@ -83,7 +86,7 @@ class PerspectApp(App[None]):
             if self.perspect.has_models
             else ("  [yellow]no trained models: retrieval only (fix: perspect train)[/]")
         )
-        self._status(f"index [b]{self.index_name}[/]: {pools}{note}")
+        self._status(f"index [b]{lit(self.index_name)}[/]: {pools}{note}")
         self.query_one(ClaimInput).focus()
 
     def _status(self, markup: str) -> None:
@@ -100,14 +103,14 @@ class PerspectApp(App[None]):
         try:
             claim = validate_claim(claim)
         except PerspectError as e:
-            self.notify(e.message, severity="warning")
+            self.notify(lit(e.message), severity="warning")
             return
         self.query_one(ClaimInput).remember(claim)
         if self._cancel is not None:
             self._cancel.set()
         self._cancel = threading.Event()
         self.query_one(ProgressBar).update(progress=0.0)
-        self._status(f"searching “{claim}” …")
+        self._status(f"searching “{lit(claim)}” …")
         self.run_search(claim, self._cancel)
 
     @work(thread=True, exclusive=True, group="search")
@@ -140,11 +143,13 @@ class PerspectApp(App[None]):
             f"{n} perspective{'s' if n != 1 else ''}{took} · Tab to a column, Enter opens one"
         )
         if not res.clusters and res.hits:
-            self._status(f"{res.coverage.warning}")
+            self._status(lit(res.coverage.warning))
 
     def on_search_failed(self, msg: SearchFailed) -> None:
         self.query_one(ProgressBar).update(progress=0.0)
-        self._status(f"[red]{msg.error}[/]" + (f"  [dim]fix: {msg.hint}[/]" if msg.hint else ""))
+        self._status(
+            f"[red]{lit(msg.error)}[/]" + (f"  [dim]fix: {lit(msg.hint)}[/]" if msg.hint else "")
+        )
 
     # -- actions ---------------------------------------------------------------------------------
     def on_list_view_selected(self, event: ListView.Selected) -> None:
@@ -171,8 +176,15 @@ class PerspectApp(App[None]):
         stem.with_suffix(".json").write_text(
             json.dumps(self.result.to_json(), indent=2, ensure_ascii=False), encoding="utf-8"
         )
-        self.notify(f"exported {stem}.md and {stem}.json")
+        self.notify(f"exported {lit(stem)}.md and {lit(stem)}.json")
 
 
 def run(index: str = "default", home: str | None = None, model: str | None = None) -> None:
     PerspectApp(index=index, home=home, model=model).run()
+
+
+def lit(text: object) -> str:
+    """Data shown literally in Textual markup: controls visible, brackets escaped."""
+    from textual.markup import escape
+
+    return escape(plain(text))

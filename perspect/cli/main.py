@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from perspect.core.errors import PerspectError
+from perspect.core.render import literal
 from perspect.core.types import POOLS
 
 
@@ -26,7 +27,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
         raise PerspectError(f"unknown dataset {args.dataset!r}", hint="known: perspectrum")
     files = fetch_perspectrum(args.dest, args.source)
     for f in files:
-        _console().print(f"[green]✓[/] {f} ({f.stat().st_size:,} bytes)")
+        _console().print(f"[green]✓[/] {literal(f)} ({f.stat().st_size:,} bytes)")
     return 0
 
 
@@ -75,7 +76,7 @@ def _index_config(args: argparse.Namespace):
         dense_model=args.dense_model,
         colbert_model=args.colbert_model,
         colbert_config=args.colbert_config,
-        note=lambda msg: _console(stderr=True).print(f"[yellow]note:[/] {msg}"),
+        note=lambda msg: _console(stderr=True).print(f"[yellow]note:[/] {literal(msg)}"),
     )
 
 
@@ -147,11 +148,11 @@ def cmd_index_status(args: argparse.Namespace) -> int:
         return 0
     if not rows:
         _console().print(
-            f"no indexes in {home}  (build one: perspect index build --name NAME "
+            f"no indexes in {literal(home)}  (build one: perspect index build --name NAME "
             "--perspectives FILE)"
         )
         return 0
-    t = Table(title=f"indexes in {home}")
+    t = Table(title=f"indexes in {literal(home)}")
     for col in ("name", "version", "pool", "items", "retrievers", "sources", "updated"):
         t.add_column(col)
     for m in rows:
@@ -163,7 +164,7 @@ def cmd_index_status(args: argparse.Namespace) -> int:
                 pool,
                 f"{e['count']:,}",
                 ",".join(e["retrievers"]),
-                ", ".join(dict.fromkeys(srcs)),
+                literal(", ".join(dict.fromkeys(srcs))),
                 m["updated_at"] if i == 0 else "",
             )
     _console().print(t)
@@ -191,13 +192,15 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    t = Table(title=f"{args.pool} for “{res.query}” ({res.retriever}, {res.took_ms:.1f} ms)")
+    t = Table(
+        title=f"{args.pool} for “{literal(res.query)}” ({res.retriever}, {res.took_ms:.1f} ms)"
+    )
     t.add_column("#", justify="right")
     t.add_column("score", justify="right")
     t.add_column("id")
     t.add_column("text")
     for h in res.hits:
-        t.add_row(str(h.rank), f"{h.score:.2f}", h.id, h.text)
+        t.add_row(str(h.rank), f"{h.score:.2f}", literal(h.id), literal(h.text))
     _console().print(t)
     if not res.hits:
         _console().print("[yellow]no matching items[/]")
@@ -225,7 +228,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             home=args.home,
             equivalence_model=args.equivalence_model,
             reporter=rep,
-            log=lambda msg: _console(stderr=True).print(msg),
+            log=lambda msg: _console(stderr=True).print(literal(msg)),
         )
     m = r.manifest
     if args.task == "average":
@@ -274,7 +277,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 colbert=not args.no_colbert,
                 dry_run=args.dry_run,
                 reporter=rep,
-                log=lambda msg: _console(stderr=True).print(msg),
+                log=lambda msg: _console(stderr=True).print(literal(msg)),
             )
         for o in done:
             state = f"trained in {o.seconds:.0f} s" if o.ran else "skipped"
@@ -567,9 +570,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except PerspectError as e:
         err = _console(stderr=True)
-        err.print(f"[bold red]error:[/] {e.message}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {literal(e.message)}", highlight=False, soft_wrap=True)
         if e.hint:
-            err.print(f"  [dim]hint:[/] {e.hint}", soft_wrap=True)
+            err.print(f"  [dim]hint:[/] {literal(e.hint)}", soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         print("interrupted; the index is unchanged", file=sys.stderr)

@@ -2,7 +2,34 @@
 
 from __future__ import annotations
 
+import re
+
 from perspect.core.result import PerspectiveCluster, SearchResult
+
+# C0 and C1 controls (but newline and tab), DEL, and the bidirectional overrides that can make a
+# text read differently from what it is ("Trojan source")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def plain(text: object) -> str:
+    """`text` with every control character made visible: an indexed document or a file name must
+    not be able to drive the user's terminal (colours, window title, cursor) with escape codes."""
+
+    def show(m: re.Match) -> str:
+        c = ord(m.group())
+        if c < 0x20:
+            return chr(0x2400 + c)  # ␛ for ESC, ␇ for BEL, ...
+        return "␡" if c == 0x7F else f"\\u{c:04x}"
+
+    return _CONTROLS.sub(show, str(text))
+
+
+def literal(text: object) -> str:
+    """`text` safe to interpolate into rich markup: controls made visible, markup escaped, so
+    "animals [/] rights" or "[bold red]" in a claim, a document or a path prints as written."""
+    from rich.markup import escape
+
+    return escape(plain(text))
 
 
 def bar(value: float, width: int = 10) -> str:
@@ -13,13 +40,13 @@ def bar(value: float, width: int = 10) -> str:
 
 def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
     lines = [
-        f"{i}. **{c.representative.text}** — {c.side_label}, strength {c.strength:.2f}, "
+        f"{i}. **{plain(c.representative.text)}** — {c.side_label}, strength {c.strength:.2f}, "
         f"relevance {c.representative.relevance:.2f}"
     ]
     for m in c.members[1:]:
-        lines.append(f"   - also: {m.text}")
+        lines.append(f"   - also: {plain(m.text)}")
     for e in c.evidence:
-        snippet = e.text if len(e.text) <= 300 else e.text[:297] + "..."
+        snippet = plain(e.text if len(e.text) <= 300 else e.text[:297] + "...")
         lines.append(f"   - evidence `{e.id}` ({e.verdict}, {e.score:.2f}): {snippet}")
     return lines
 
@@ -55,14 +82,14 @@ def print_result(res: SearchResult) -> None:
     con = Console(highlight=False)
     cov = res.coverage
     con.print(
-        f"[bold]{res.claim}[/]  —  [green]support {cov.support}[/] · "
+        f"[bold]{literal(res.claim)}[/]  —  [green]support {cov.support}[/] · "
         f"[red]oppose {cov.oppose}[/] · {res.took_ms:.0f} ms"
     )
     if cov.warning:
-        con.print(f"[yellow]⚠ {cov.warning}[/]")
+        con.print(f"[yellow]⚠ {literal(cov.warning)}[/]")
     if not res.clusters and res.hits:  # no models: the retrieval list is the whole answer
         for h in res.hits[:10]:
-            con.print(f"{h.rank:>3}. {h.text} [dim]({h.id}, {h.score:.2f})[/]")
+            con.print(f"{h.rank:>3}. {literal(h.text)} [dim]({literal(h.id)}, {h.score:.2f})[/]")
         return
     panels = []
     for title, stance, colour in (("Support", "support", "green"), ("Oppose", "oppose", "red")):
@@ -75,7 +102,7 @@ def print_result(res: SearchResult) -> None:
             if c.evidence:
                 extra.append(f"{c.supported_by}/{len(c.evidence)} evidence")
             t.add_row(
-                f"[{colour}]{bar(c.strength)}[/] {c.representative.text}\n"
+                f"[{colour}]{bar(c.strength)}[/] {literal(c.representative.text)}\n"
                 f"[dim]{' · '.join(extra)}[/]"
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Label, ListItem
 
-from perspect.core.render import bar
+from perspect.core.render import bar, plain
 from perspect.core.result import PerspectiveCluster
 
 
@@ -19,7 +19,7 @@ class ClusterItem(ListItem):
         colour = "green" if c.stance == "support" else "red"
         t = Text()
         t.append(bar(c.strength, 8), style=colour)
-        t.append(f" {c.representative.text}\n")
+        t.append(f" {plain(c.representative.text)}\n")
         meta = [f"{c.side_label} {c.strength:.2f}"]
         if len(c.members) > 1:
             meta.append(f"{len(c.members)} phrasings")

@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from perspect.core.render import plain
 from perspect.core.result import PerspectiveCluster
 
 
@@ -28,7 +29,7 @@ class DetailScreen(ModalScreen[None]):
         t.append("Phrasings\n", style="bold underline")
         for m in c.members:
             src = m.metadata.get("source")
-            t.append(f" • {m.text}")
+            t.append(f" • {plain(m.text)}")
             t.append(
                 f"  [{m.id}{', ' + str(src) if src else ''}; rel {m.relevance:.2f}]\n", style="dim"
             )
@@ -38,8 +39,8 @@ class DetailScreen(ModalScreen[None]):
         for e in c.evidence:
             style = "green" if e.verdict == "supports" else "yellow"
             t.append(f" {e.verdict} ({e.score:.2f})", style=style)
-            meta = ", ".join(f"{k}: {v}" for k, v in e.metadata.items())
-            t.append(f"  [{e.id}{'; ' + meta if meta else ''}]\n", style="dim")
-            t.append(f"   {e.text}\n\n")
+            meta = plain(", ".join(f"{k}: {v}" for k, v in e.metadata.items()))
+            t.append(f"  [{plain(e.id)}{'; ' + meta if meta else ''}]\n", style="dim")
+            t.append(f"   {plain(e.text)}\n\n")
         with VerticalScroll(id="detail-box"):
             yield Static(t, id="detail-body")
