@@ -200,3 +200,39 @@ def test_markup_and_escape_codes_in_data_print_literally(home, tmp_path):
         "index", "add", "--name", "h", "--perspectives", str(folder / "none[/].json"), *h, ok=False
     )
     assert bad.returncode == 2 and "none[/].json" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_environment_failures_are_one_line(home, tmp_path, pools):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    r = run("index", "status", "--home", str(not_a_dir), ok=False)
+    assert (
+        r.returncode == 2 and "is a file, not a folder" in r.stderr and "Traceback" not in r.stderr
+    )
+    run(
+        "index",
+        "build",
+        "--name",
+        "p",
+        "--perspectives",
+        str(pools["perspectives"]),
+        "--home",
+        str(home),
+    )
+    bad = subprocess.run(
+        [*perspect_cmd(), "search", b"animals \xff rights", "--index", "p", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "not valid UTF-8" in bad.stderr and "Traceback" not in bad.stderr
+    # `| head` that left before the output: the reader's end is closed before anything is written
+    piped = subprocess.Popen(
+        [*perspect_cmd(), "index", "status", "--json", "--home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    piped.stdout.close()
+    err = piped.stderr.read()
+    assert piped.wait(timeout=120) == 141 and "Traceback" not in err and "BrokenPipe" not in err

@@ -14,7 +14,14 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def resolve_home(home: str | Path | None) -> Path:
-    return Path(home) if home else paths.home()
+    """The folder holding indexes; refused when it names a file."""
+    root = Path(home) if home else paths.home()
+    if root.exists() and not root.is_dir():
+        raise PerspectError(
+            f"the index home {root} is a file, not a folder",
+            hint="pass --home with a folder (or set PERSPECT_HOME to one)",
+        )
+    return root
 
 
 def check_name(name: str) -> str:

@@ -83,6 +83,13 @@ def validate_claim(claim: object) -> str:
 
     if not isinstance(claim, str):
         raise ClaimError(f"a claim must be text, got {type(claim).__name__}")
+    try:
+        claim.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: bytes that were not UTF-8 on the command line
+        raise ClaimError(
+            "the claim is not valid UTF-8 text",
+            hint="check the terminal's encoding (e.g. LANG=C.UTF-8) or the file it came from",
+        ) from None
     text = " ".join(claim.split())
     if not text:
         raise ClaimError(
