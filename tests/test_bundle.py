@@ -102,3 +102,25 @@ def test_pack_refuses_a_large_plain_file(tmp_path, tiny_base):
     with pytest.raises(ModelError, match="bloat"):
         bundle.pack(full, tmp_path / "out", name="x", role="dense", base_id=tiny_base)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cross_encoder_stores_only_its_trained_layers(tiny_base, tmp_path):
+    """A task model keeps the base under a prefix ("bert.") and adds a classifier."""
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    ce = CrossEncoder(tiny_base, num_labels=1, device="cpu")
+    freeze_lower(ce.model.base_model, 1)
+    with torch.no_grad():
+        for p in ce.model.parameters():
+            if p.requires_grad:
+                p.add_(0.05)
+    ce.save(str(tmp_path / "full"))
+    entry = bundle.pack(tmp_path / "full", tmp_path / "eq", name="eq", role="equivalence",
+                        base_id=tiny_base)  # fmt: skip
+    stored = load_file(str(tmp_path / "eq" / "model.safetensors"))
+    assert any(k.startswith("classifier.") for k in stored)
+    assert not any(".layer.0." in k or ".embeddings." in k for k in stored), sorted(stored)
+    again = CrossEncoder(str(bundle.resolve(tmp_path / "eq")), device="cpu")
+    pairs = [("a claim", "a perspective"), ("another claim", "another one")]
+    assert np.allclose(again.predict(pairs), ce.predict(pairs), atol=1e-2)
+    assert bundle.verify(entry) == []

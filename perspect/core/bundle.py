@@ -321,18 +321,19 @@ def _base_twin(base: Path, rel: str, subdir: str) -> Path | None:
 
 
 def _base_key(key: str, known: dict) -> str | None:
-    """The base's name for a saved tensor: transformers may save LayerNorm parameters under their
-    legacy names (gamma / beta) while the base file has weight / bias, or the other way round."""
-    if key in known:
-        return key
-    for a, b in (
-        (".gamma", ".weight"),
-        (".beta", ".bias"),
-        (".weight", ".gamma"),
-        (".bias", ".beta"),
-    ):
-        if key.endswith(a) and key[: -len(a)] + b in known:
-            return key[: -len(a)] + b
+    """The base's name for a saved tensor. Transformers may save LayerNorm parameters under their
+    legacy names (gamma / beta) where the base file has weight / bias, or the other way round; a
+    task model wraps the base under a prefix ("bert.encoder..." in a cross-encoder)."""
+    names = [key]
+    if "." in key:
+        names.append(key.split(".", 1)[1])
+    swaps = ((".gamma", ".weight"), (".beta", ".bias"), (".weight", ".gamma"), (".bias", ".beta"))
+    for name in names:
+        if name in known:
+            return name
+        for a, b in swaps:
+            if name.endswith(a) and name[: -len(a)] + b in known:
+                return name[: -len(a)] + b
     return None
 
 
