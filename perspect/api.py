@@ -98,7 +98,10 @@ class Perspect:
             return self.engine().search(claim, progress, cancel)
         claim = validate_claim(claim)
         hits = self._searcher.search(claim, "perspectives", 20)
-        warning = f"no trained models at {self._model_dir}: retrieval only (run `perspect train`)"
+        warning = (
+            f"no trained models at {self._model_dir}: retrieval only "
+            "(restore the shipped bundle: git checkout -- models/, or retrain it: make models)"
+        )
         return SearchResult(claim, (), Coverage(0, 0, warning), hits.hits, hits.took_ms)
 
     def retrieve(

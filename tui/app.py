@@ -84,7 +84,7 @@ class PerspectApp(App[None]):
         note = (
             ""
             if self.perspect.has_models
-            else ("  [yellow]no trained models: retrieval only (fix: perspect train)[/]")
+            else ("  [yellow]no trained models: retrieval only (fix: make models)[/]")
         )
         self._status(f"index [b]{lit(self.index_name)}[/]: {pools}{note}")
         self.query_one(ClaimInput).focus()
