@@ -12,6 +12,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perspect.core.negation import negate
 from perspect.core.perspectrum import Claim
 from perspect.reranker.roles import pair_for
 
@@ -34,7 +35,11 @@ def build_examples(
     hard_negatives: int = 15,
     random_negatives: int = 5,
     evidence_negatives: int = 4,
+    contrast_stance: bool = False,
 ) -> dict[str, list[Example]]:
+    """Pairs per task. `contrast_stance`: each stance pair also with the claim negated
+    (perspect.core.negation) and the label swapped, so the model learns to read the perspective's
+    attitude to the *claim*, not to its topic."""
     out: dict[str, list[Example]] = {t: [] for t in tasks}
     pool_ids = list(perspectives)
     ev_ids = list(evidence)
@@ -57,13 +62,10 @@ def build_examples(
             for cl in c.clusters:
                 for p in cl.pids:
                     if p in perspectives:
-                        add(
-                            "stance",
-                            c.text,
-                            perspectives[p],
-                            None,
-                            1.0 if cl.stance == "SUPPORT" else 0.0,
-                        )
+                        label = 1.0 if cl.stance == "SUPPORT" else 0.0
+                        add("stance", c.text, perspectives[p], None, label)
+                        if contrast_stance:
+                            add("stance", negate(c.text), perspectives[p], None, 1.0 - label)
         if "equivalence" in tasks:
             cluster_of = {
                 p: i for i, cl in enumerate(c.clusters) for p in cl.pids if p in perspectives

@@ -53,6 +53,8 @@ class Profile:
     # top encoder layers trained (None: all). Three of MiniLM's six keep the shipped bundle small
     # (reranker.model.freeze_lower); a continued model keeps the same frozen floor.
     train_layers: int | None = 3
+    # every stance pair also with the claim negated and the label swapped (reranker.data)
+    contrast_stance: bool = False
 
 
 PROFILES = {
@@ -82,6 +84,7 @@ PROFILES = {
         retrievers=("bm25",),  # decisions are re-fitted on the real index afterwards (calibrate)
         dev_eval=False,
         epochs={"stance": 3},
+        contrast_stance=True,
     ),
     "full": Profile(
         "full",
@@ -207,7 +210,15 @@ def fit_heads(
         tune_claims = tune_claims[: prof.max_tune_claims]
 
     with reporter.stage("building training pairs"):
-        examples = build_examples(fit_claims, perspectives, evidence, searcher, rng, tasks)
+        examples = build_examples(
+            fit_claims,
+            perspectives,
+            evidence,
+            searcher,
+            rng,
+            tasks,
+            contrast_stance=prof.contrast_stance,
+        )
     counts = {t: len(v) for t, v in examples.items()}
     batches: list[list[Example]] = []
     for t, ex in examples.items():

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from perspect.core.negation import negate
 from perspect.core.perspectrum import Claim, Cluster
-from perspect.lab.contrast import negate, stance_flips
+from perspect.lab.contrast import stance_flips
 
 
 @pytest.mark.parametrize(
@@ -61,3 +62,21 @@ def test_flip_rate_tells_topic_readers_from_claim_readers():
     assert topic["flip_rate"] == 0.0 and topic["pairs"] == 2
     reader = stance_flips(_Reader(), claims, persp, 0.5)
     assert reader["flip_rate"] == 100.0 and reader["both_right"] == 100.0
+
+
+def test_contrast_stance_pairs_swap_the_label_under_the_negated_claim(tiny_perspectrum):
+    import random
+
+    from perspect.core.perspectrum import load_claims, load_perspectives
+    from perspect.reranker.data import build_examples
+
+    claims = load_claims(tiny_perspectrum, "train")
+    persp = load_perspectives(tiny_perspectrum)
+    plain = build_examples(claims, persp, {}, None, random.Random(1), ["stance"])["stance"]
+    both = build_examples(
+        claims, persp, {}, None, random.Random(1), ["stance"], contrast_stance=True
+    )["stance"]
+    assert len(both) == 2 * len(plain)
+    by_pair = {(e.a, e.b): e.label for e in both}
+    for e in plain:
+        assert by_pair[(negate(e.a), e.b)] == 1.0 - e.label
