@@ -164,5 +164,6 @@ def _dev_sample_f1(tmp_path: Path) -> dict[str, float]:
     return {k: round(100 * v.f1, 1) for k, v in got.items()}
 
 
-# two points under the shipped bundle's values on this sample (set when the bundle was committed)
-FLOORS = {"T1": 0.0, "T2": 0.0, "T3": 0.0}
+# Two points under the shipped bundle's values on this sample when it was committed (T1 68.2,
+# T2 71.4, T3 57.8; T1 is higher than on the full pool: fewer distractors).
+FLOORS = {"T1": 66.2, "T2": 69.4, "T3": 55.8}
