@@ -11,11 +11,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from perspect.core.types import Item
 
 ProgressFn = Callable[[int], None]  # called with the number of items just processed
+
+
+@runtime_checkable
+class VectorBackend(Protocol):
+    """A backend holding one normalised vector per item. The engine asks for this, not for a
+    retriever by name: its cosine features, equivalence stack and evidence margins read stored
+    vectors, and any backend that keeps them (the dense one today) can serve them."""
+
+    def vectors(self, ids: Sequence[str]) -> Any: ...
+
+    def search_vectors(self, q: Any, k: int) -> list[list[tuple[str, float]]]: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> Any: ...
 
 
 class Backend(ABC):

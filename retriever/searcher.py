@@ -19,7 +19,7 @@ from perspect.core.errors import PerspectError
 from perspect.core.layout import IndexDir
 from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Hit, HitList, validate_claim
-from perspect.retriever.base import Backend, backend_class
+from perspect.retriever.base import Backend, VectorBackend, backend_class
 from perspect.retriever.fusion import rrf
 
 MAX_K = 1000
@@ -72,6 +72,14 @@ class Searcher:
         if pool not in self._stores:
             self._stores[pool] = ItemStore(self.version / pool, readonly=True)
         return self._stores[pool]
+
+    def vector_backend(self, pool: str) -> VectorBackend | None:
+        """The pool's backend that stores item vectors (`VectorBackend`), or None."""
+        for kind in self.retrievers:
+            b = self.backend(pool, kind)
+            if isinstance(b, VectorBackend):
+                return b
+        return None
 
     def backend(self, pool: str, kind: str) -> Backend:
         self._check_pool(pool)

@@ -23,7 +23,7 @@ from perspect.core.stack import logit
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab.pools import pool_searcher
 from perspect.pipeline.engine import Engine
-from perspect.reranker import colbert_train, dense_train, equivalence_ce
+from perspect.reranker import colbert_train, dense_train, equivalence_train
 from perspect.reranker.equivalence_ce import ORDERS, attach
 from perspect.reranker.model import TASKS, PairModel
 from perspect.reranker.train import Profile, fit_heads, fit_platt, resolve_profile
@@ -72,7 +72,7 @@ def train_colbert(
             searcher.close()
 
 
-train_equivalence = equivalence_ce.train_equivalence  # needs no index
+train_equivalence = equivalence_train.train_equivalence  # needs no index
 
 
 def calibrate_and_tune(model: PairModel, pred) -> None:

@@ -41,6 +41,7 @@ from perspect.core.types import Hit, Query, validate_claim
 from perspect.reranker.equivalence_ce import load_for
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
+from perspect.retriever.base import VectorBackend
 from perspect.retriever.fusion import rrf
 from perspect.retriever.searcher import Searcher
 
@@ -100,11 +101,9 @@ class Engine:
 
     # -- stages, also used one by one by `perspect eval perspectrum` -----------------------------
     @property
-    def dense(self):
-        """The perspective pool's dense backend (stored vectors), or None."""
-        if "dense" not in self.searcher.retrievers:
-            return None
-        return self.searcher.backend("perspectives", "dense")
+    def dense(self) -> VectorBackend | None:
+        """The perspective pool's stored vectors (a `VectorBackend`), or None."""
+        return self.searcher.vector_backend("perspectives")
 
     def candidates(self, claim: str, k: int | None = None) -> tuple[tuple[Hit, ...], Query]:
         """Hybrid candidates (RRF over every retriever of the index) and the claim as a `Query`:
@@ -289,7 +288,7 @@ class Engine:
         eids = sorted({x.evidence_id for c in chosen for x in c})
         if not eids or self.dense is None:
             return [[replace(x, rmargin=0.0) for x in c] for c in chosen]
-        ev = self.searcher.backend("evidence", "dense").vectors(eids)
+        ev = self.searcher.vector_backend("evidence").vectors(eids)
         k = 1 + max(len(g) for g, c in zip(groups, chosen, strict=True) if c)
         near = dict(zip(eids, self.dense.search_vectors(ev, k), strict=True))
         out = []
@@ -306,8 +305,11 @@ class Engine:
             return links.get(pids)
         from perspect.indexer.links import compute
 
-        kinds = set(self.searcher.retrievers) & {"bm25", "dense"}
-        ev = {k: self.searcher.backend("evidence", k) for k in kinds}
+        ev: dict = {}
+        if "bm25" in self.searcher.retrievers:
+            ev["bm25"] = self.searcher.backend("evidence", "bm25")
+        if (vectors := self.searcher.vector_backend("evidence")) is not None:
+            ev["dense"] = vectors
         texts = self.searcher.store("perspectives").get_many(pids)
         items = [(p, texts[p].text) for p in pids if p in texts]
         vecs = self.dense.vectors([p for p, _ in items]) if self.dense is not None else None
