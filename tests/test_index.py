@@ -32,7 +32,7 @@ def test_build_then_relevant_item_ranks_first(built):
 def test_search_without_models_degrades_to_retrieval(built):
     res = Perspect.open("tiny", home=built).search("Should students wear school uniforms?")
     assert res.clusters == () and res.hits[0].id == "3"
-    assert "perspect train" in res.coverage.warning
+    assert "make models" in res.coverage.warning  # the message names the fix
 
 
 def test_results_are_frozen(built):

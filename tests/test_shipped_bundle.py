@@ -116,11 +116,12 @@ def test_a_real_claim_gets_both_sides_merged_phrasings_and_evidence(shipped):
 
 
 @pytest.mark.data
-def test_dev_sample_stays_above_the_floors(tmp_path):
+def test_dev_sample_stays_above_the_floors(tmp_path, monkeypatch):
     """40 dev claims (fixed sample) over a reduced pool: their gold perspectives and paragraphs
     plus 3,000 other perspectives and 800 other paragraphs (a minute of encoding, not five)."""
     if not (PERSPECTRUM / "perspective_pool_v1.0.json").is_file():
         pytest.skip(f"shared PERSPECTRUM data not found at {PERSPECTRUM}")
+    monkeypatch.delenv("PERSPECT_DENSE_MODEL", raising=False)  # the bundle's, not the packaged
     f1 = _dev_sample_f1(tmp_path)
     for task, floor in FLOORS.items():
         assert f1[task] >= floor, f"{task} {f1[task]} below its floor {floor} ({f1})"
@@ -158,6 +159,8 @@ def _dev_sample_f1(tmp_path: Path) -> dict[str, float]:
     model = PairModel.load(MODELS / "pair")
     with paths.models_dir_set_to(MODELS):
         searcher = pool_searcher(data, tmp_path / "idx", retrievers=("bm25", "dense"))
+        dense = searcher.backend("perspectives", "dense").config["model"]
+        assert Path(dense).resolve() == (MODELS / "dense").resolve(), dense
         pred = pe.predict(Engine(searcher, model), sample, load_perspectives(data))
         searcher.close()
     got = pe.score(pred, Decisions.from_manifest(model.manifest))
