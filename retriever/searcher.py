@@ -53,6 +53,7 @@ class Searcher:
         self.config = IndexConfig.from_json(self.manifest["config"])
         self._stores: dict[str, ItemStore] = {}
         self._backends: dict[tuple[str, str], Backend] = {}
+        self._vector_backends: dict[str, VectorBackend | None] = {}
 
     @property
     def pools(self) -> dict[str, int]:
@@ -74,12 +75,14 @@ class Searcher:
         return self._stores[pool]
 
     def vector_backend(self, pool: str) -> VectorBackend | None:
-        """The pool's backend that stores item vectors (`VectorBackend`), or None."""
-        for kind in self.retrievers:
-            b = self.backend(pool, kind)
-            if isinstance(b, VectorBackend):
-                return b
-        return None
+        """The pool's backend that stores item vectors (`VectorBackend`), or None. Looked up once
+        per pool: the engine asks at every stage of every search."""
+        if pool not in self._vector_backends:
+            found = (self.backend(pool, k) for k in self.retrievers)
+            self._vector_backends[pool] = next(
+                (b for b in found if isinstance(b, VectorBackend)), None
+            )
+        return self._vector_backends[pool]
 
     def backend(self, pool: str, kind: str) -> Backend:
         self._check_pool(pool)
@@ -184,6 +187,7 @@ class Searcher:
             self._links.close()
             del self._links
         self._backends.clear()
+        self._vector_backends.clear()
 
 
 def _slowest_first(backends: list[Backend]) -> list[Backend]:

@@ -346,12 +346,43 @@ def _stored(t):
 
 
 # -- materialize ---------------------------------------------------------------------------------
+_VERIFIED: dict[tuple, Path] = {}  # stamp of a bundle entry's files -> its verified copy
+
+
+def _stamp(folder: Path) -> tuple:
+    """Path, size and mtime of the entry's files: a cheap key that changes when any file is
+    replaced or edited, so a verified entry is not hashed again at every load (a dense model is
+    resolved at each query encoding) while an edit is still caught."""
+    names = [MANIFEST, *BundleEntry.read(folder).files]
+    stats = [(n, *_size_mtime(folder / n)) for n in names]
+    return (str(folder.resolve()), str(paths.cache_dir()), *stats)
+
+
+def _size_mtime(f: Path) -> tuple[int, int]:
+    try:
+        st = f.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
 def materialize(folder: str | Path) -> Path:
     """The full model folder of bundle entry `folder`, built once into the cache after every
-    checksum matched."""
+    checksum matched; verified again only when a file of the entry changed."""
+    folder = Path(folder)
+    stamp = _stamp(folder)
+    known = _VERIFIED.get(stamp)
+    if known is not None and (known / ".complete").is_file():
+        return known
+    target = _materialize(folder)
+    _VERIFIED[stamp] = target
+    return target
+
+
+def _materialize(folder: Path) -> Path:
     entry = BundleEntry.read(folder)
     target = paths.cache_dir() / "models" / f"{entry.name}-{entry.key}"
-    problems = verify(entry)  # every time: a file edited after the copy was made is caught too
+    problems = verify(entry)
     if problems:
         raise ModelError(
             problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
