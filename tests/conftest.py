@@ -59,6 +59,15 @@ def write_json(path: Path, data) -> Path:
     return path
 
 
+def restamp_bundle(folder: Path) -> None:
+    """Re-write a bundle entry's checksums after a deliberate edit (a well-formed bundle)."""
+    from perspect.core.bundle import MANIFEST, sha256_file
+
+    m = json.loads((folder / MANIFEST).read_text())
+    m["files"] = {rel: sha256_file(folder / rel) for rel in m["files"]}
+    (folder / MANIFEST).write_text(json.dumps(m))
+
+
 def write_jsonl(path: Path, rows) -> Path:
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path

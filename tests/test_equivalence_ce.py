@@ -27,7 +27,7 @@ from perspect.reranker.equivalence_ce import (
 )
 from perspect.reranker.model import PairModel
 
-from .conftest import perspect_cmd
+from .conftest import perspect_cmd, restamp_bundle
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_load_refuses_a_missing_or_foreign_model(tmp_path, tiny_ce):
     (bad / MANIFEST).write_text(json.dumps({**m, "format": "perspect.dense/1"}))
     with pytest.raises(ModelError, match="corrupted"):  # an edited bundle file is caught first
         EquivalenceModel.load(bad)
-    _restamp(bad)  # a well-formed bundle entry of another kind of model
+    restamp_bundle(bad)  # a well-formed bundle entry of another kind of model
     with pytest.raises(ModelError, match=r"not 'perspect\.equivalence-ce/1'"):
         EquivalenceModel.load(bad)
 
@@ -251,13 +251,3 @@ def test_the_pair_budget_keeps_the_pairs_most_likely_to_merge():
     assert _at_most(need, st, feats, None).tolist() == need.tolist()
     assert _at_most(need, st, feats, 2).tolist() == [True, False, False, False, True]
     assert _at_most(need, st, feats, 10).tolist() == need.tolist()
-
-
-def _restamp(folder):
-    """Re-write a bundle entry's checksums after a deliberate edit."""
-    from perspect.core.bundle import MANIFEST as BUNDLE
-    from perspect.core.bundle import sha256_file
-
-    m = json.loads((folder / BUNDLE).read_text())
-    m["files"] = {rel: sha256_file(folder / rel) for rel in m["files"]}
-    (folder / BUNDLE).write_text(json.dumps(m))

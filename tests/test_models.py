@@ -23,6 +23,7 @@ from perspect.reranker.roles import (
     relevance_and_stance,
 )
 from perspect.reranker.train import Profile, fit_platt, length_bucketed_batches, train_steps
+from tests.conftest import restamp_bundle
 
 
 def _toy(n: int = 32) -> list[Example]:
@@ -93,7 +94,7 @@ def test_load_refuses_missing_or_incompatible(tiny_base, tmp_path):
     mp.write_text(json.dumps({**json.loads(mp.read_text()), "format": "other/9"}))
     with pytest.raises(ModelError, match=r"manifest\.json is corrupted"):
         PairModel.load(tmp_path / "m")  # an edited file is caught by its checksum first
-    _restamp(tmp_path / "m")  # a well-formed bundle of another format
+    restamp_bundle(tmp_path / "m")  # a well-formed bundle of another format
     with pytest.raises(ModelError, match="other/9"):
         PairModel.load(tmp_path / "m")
     model.save(tmp_path / "m2")
@@ -101,15 +102,6 @@ def test_load_refuses_missing_or_incompatible(tiny_base, tmp_path):
     with pytest.raises(ModelError, match=r"heads\.safetensors is missing"):
         PairModel.load(tmp_path / "m2")
     shutil.rmtree(tmp_path / "m2")
-
-
-def _restamp(folder):
-    """Re-write a bundle entry's checksums after a deliberate edit."""
-    from perspect.core.bundle import MANIFEST, sha256_file
-
-    m = json.loads((folder / MANIFEST).read_text())
-    m["files"] = {rel: sha256_file(folder / rel) for rel in m["files"]}
-    (folder / MANIFEST).write_text(json.dumps(m))
 
 
 def test_platt_recovers_known_scaling():

@@ -65,7 +65,11 @@ class Outcome:
     seconds: float = 0.0
 
 
-def inputs_key(step: Step, data: Path, root: Path, before: str, base: str | None) -> str:
+def inputs_key(
+    step: Step, data: Path, root: Path, before: str, base: str | None, data_sha=None
+) -> str:
+    """`data_sha`: `data_fingerprints(data)` when the caller has it (it hashes every file)."""
+
     def entry_sha(name: str) -> str | None:
         f = root / name / bundle.MANIFEST
         return bundle.sha256_file(f) if f.is_file() else None
@@ -76,7 +80,7 @@ def inputs_key(step: Step, data: Path, root: Path, before: str, base: str | None
         "step": asdict(step),
         "base": base or paths.PACKAGED_MINILM,
         "base_sha256": bundle.base_sha256(weights) if weights.is_file() else None,
-        "data": data_fingerprints(data),
+        "data": data_sha if data_sha is not None else data_fingerprints(data),
         "reads": {name: entry_sha(name) for name in step.reads},
         "before": before,
     }
@@ -108,9 +112,10 @@ def make(
         raise PerspectError(f"unknown step {sorted(unknown)[0]!r}", hint=f"steps: {known}")
     reporter = reporter or NullReporter()
     before: dict[str, str] = {}  # entry -> key of the last step that wrote it
+    data_sha = data_fingerprints(data)
     out = []
     for step in recipe:
-        key = inputs_key(step, data, root, before.get(step.writes, ""), base)
+        key = inputs_key(step, data, root, before.get(step.writes, ""), base, data_sha)
         before[step.writes] = key
         folder = root / step.writes
         if any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder)):

@@ -30,48 +30,33 @@ from perspect.reranker.train import Profile, fit_heads, fit_platt, resolve_profi
 from perspect.retriever.searcher import Searcher
 
 
-def train_dense(
-    data_dir: str | Path,
-    out: str | Path,
-    base: str | None = None,
-    profile: str | dense_train.DenseProfile = "full",
-    reporter: Reporter | None = None,
-    log=print,
-) -> dict[str, Any]:
-    """`perspect train --task dense`: BM25 over the pools mines the hard negatives."""
-    reporter = reporter or NullReporter()
-    with tempfile.TemporaryDirectory(prefix="perspect-dense-") as tmp:
-        with reporter.stage("indexing pools for hard negatives (bm25)"):
-            searcher = pool_searcher(data_dir, tmp, links=False)
-        try:
-            return dense_train.train_dense(
-                data_dir, out, searcher, base, profile, reporter=reporter, log=log
-            )
-        finally:
-            searcher.close()
+def _with_negatives_index(trainer, what: str):
+    """A trainer that mines hard negatives with BM25 over the PERSPECTRUM pools, given a scratch
+    index of them (links are not needed: only `search` is used)."""
+
+    def run(
+        data_dir: str | Path,
+        out: str | Path,
+        base: str | None = None,
+        profile: Any = "full",
+        reporter: Reporter | None = None,
+        log=print,
+    ) -> dict[str, Any]:
+        reporter = reporter or NullReporter()
+        with tempfile.TemporaryDirectory(prefix=f"perspect-{what}-") as tmp:
+            with reporter.stage("indexing pools for hard negatives (bm25)"):
+                searcher = pool_searcher(data_dir, tmp, links=False)
+            try:
+                return trainer(data_dir, out, searcher, base, profile, reporter=reporter, log=log)
+            finally:
+                searcher.close()
+
+    run.__doc__ = f"`perspect train --task {what}`: {trainer.__doc__ or ''}"
+    return run
 
 
-def train_colbert(
-    data_dir: str | Path,
-    out: str | Path,
-    base: str | None = None,
-    profile: str | colbert_train.ColBERTProfile = "full",
-    reporter: Reporter | None = None,
-    log=print,
-) -> dict[str, Any]:
-    """`perspect train --task colbert`: BM25 over the pools mines the hard negatives."""
-    reporter = reporter or NullReporter()
-    with tempfile.TemporaryDirectory(prefix="perspect-colbert-") as tmp:
-        with reporter.stage("indexing pools for hard negatives (bm25)"):
-            searcher = pool_searcher(data_dir, tmp)
-        try:
-            return colbert_train.train_colbert(
-                data_dir, out, searcher, base, profile, reporter=reporter, log=log
-            )
-        finally:
-            searcher.close()
-
-
+train_dense = _with_negatives_index(dense_train.train_dense, "dense")
+train_colbert = _with_negatives_index(colbert_train.train_colbert, "colbert")
 train_equivalence = equivalence_train.train_equivalence  # needs no index
 
 
