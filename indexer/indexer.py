@@ -100,6 +100,7 @@ class Indexer:
 
     def add(self, sources: Sequence[Source]) -> WriteReport:
         """Add (or replace, by id) items in place, without rebuilding."""
+        self.dir.current()  # an unknown index is refused before anything is read or created
         batches = self._read_all(sources)
         with self.dir.writer_lock():
             live = self.dir.current()
@@ -117,6 +118,7 @@ class Indexer:
         ids = [str(i) for i in dict.fromkeys(ids)]
         if not ids:
             raise PerspectError("no ids to delete", hint="pass --ids ID [ID ...]")
+        self.dir.current()  # an unknown index is refused before its folder is created
         with self.dir.writer_lock():
             live = self.dir.current()
             manifest = mf.load(live)

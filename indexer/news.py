@@ -53,12 +53,18 @@ def _articles_from_json(path: Path, col: _Collector) -> Iterator[tuple[dict[str,
             col.error(n, f"malformed JSON: {e.msg}")
 
 
-def _articles_from_folder(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
+def _articles_from_folder(path: Path, col: _Collector) -> Iterator[tuple[dict[str, Any], int]]:
+    """One article per file; a file that cannot be read (empty, binary, wrong encoding) is a bad
+    record of the folder, so `--skip-bad` indexes the others instead of refusing them all."""
     files = list(iter_files(path, NEWS_FILE_SUFFIXES))
     if not files:
         raise InputError(str(path), "no .txt or .md files in this folder")
     for f in files:
-        text = read_text_file(f)
+        try:
+            text = read_text_file(f)
+        except InputError as e:
+            col.error(None, f"{f.relative_to(path)}: {e.reason}")
+            continue
         title = None
         first, _, rest = text.partition("\n")
         if first.startswith("#"):
@@ -73,7 +79,7 @@ def read_news(path: str | Path, language: str = "en") -> ReadReport:
         raise InputError(str(p), "no such file or folder")
     col = _Collector(str(p), id_field=None, text_field=None, id_prefix="s")
     if p.is_dir():
-        articles = _articles_from_folder(p)
+        articles = _articles_from_folder(p, col)
     elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         articles = _articles_from_json(p, col)
     else:

@@ -66,32 +66,59 @@ class ReadReport:
             raise InputError(self.path, "no usable records in this file")
 
 
+# Byte-order marks of the Unicode encodings a text editor saves: a file that starts with one is
+# read in that encoding (UTF-16 files are full of NUL bytes and must not be called binary).
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+
+
 def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
-    """Read a whole text file, refusing missing, empty, binary and wrongly encoded files clearly."""
+    """Read a whole text file, refusing missing, empty, binary and wrongly encoded files clearly.
+    A UTF-8/16/32 byte-order mark picks its encoding; a NUL anywhere else means binary data (a NUL
+    stored in a text would reach every reader of the index)."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(p), "no such file")
     if p.is_dir():
         raise InputError(str(p), "is a folder, expected a file")
     data = p.read_bytes()
-    if not data.strip():
-        raise InputError(str(p), "the file is empty")
-    if b"\x00" in data[:8192]:
-        raise InputError(str(p), "looks like a binary file (NUL bytes), expected text")
+    bom = next((enc for mark, enc in _BOMS if data.startswith(mark)), None)
+    if bom is None and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        encoding = "utf-8-sig"
+    enc = bom or encoding
     try:
-        return data.decode(
-            "utf-8-sig" if encoding.lower().replace("_", "-") == "utf-8" else encoding
-        )
+        text = data.decode(enc)
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
+        if bom is None and b"\x00" in data[:8192]:
+            raise InputError(
+                str(p), "looks like a binary file (NUL bytes), expected text"
+            ) from None
         raise InputError(
             str(p),
-            f"not valid {encoding} (byte 0x{data[e.start]:02x})",
+            f"not valid {enc} (byte 0x{data[e.start]:02x})",
             line=line,
             hint="convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
         ) from None
     except LookupError:
         raise InputError(str(p), f"unknown encoding {encoding!r}") from None
+    if not text.strip():
+        raise InputError(str(p), "the file is empty")
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InputError(
+            str(p),
+            "NUL byte in the text: a binary file, or binary data inside a text file",
+            line=line,
+            hint="remove the NUL bytes (e.g. tr -d '\\000'), or pass the right file",
+        )
+    return text
 
 
 def _pick(record: dict[str, Any], wanted: str | None, candidates: Iterable[str]) -> str | None:

@@ -69,7 +69,8 @@ class Perspect:
 
     @property
     def pools(self) -> dict[str, int]:
-        """Item count per pool."""
+        """Item count per pool (of the newest version: a write since the last search shows)."""
+        self._searcher.refresh()
         return self._searcher.pools
 
     @property
@@ -92,12 +93,14 @@ class Perspect:
         claim: str,
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
+        k: int | None = None,
     ) -> SearchResult:
-        """Perspectives on `claim`, clustered, with stance and evidence."""
+        """Perspectives on `claim`, clustered, with stance and evidence: at most `k` clusters
+        (default 16), or without models the top `k` retrieved perspectives (default 20)."""
         if self.has_models:
-            return self.engine().search(claim, progress, cancel)
+            return self.engine().search(claim, progress, cancel, k=k)
         claim = validate_claim(claim)
-        hits = self._searcher.search(claim, "perspectives", 20)
+        hits = self._searcher.search(claim, "perspectives", 20 if k is None else k)
         warning = (
             f"no trained models at {self._model_dir}: retrieval only "
             "(restore the shipped bundle: git checkout -- models/, or retrain it: make models)"
@@ -155,7 +158,9 @@ def index_config(
         chosen = tuple(retrievers)
     else:
         chosen = default_retrievers()
-        if "colbert" not in chosen:
+        if paths.env_retrievers():
+            note(f"retrievers from $PERSPECT_RETRIEVERS: {' + '.join(chosen)}")
+        elif "colbert" not in chosen:
             note(
                 f"no ColBERT model at {paths.colbert_model()}: building BM25 + dense "
                 "(train one with `perspect train --task colbert`, or pass --colbert-model)"

@@ -9,7 +9,11 @@ punctuation or words like AND/NOT in a claim are never parsed as query syntax.
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,18 @@ def _analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+def _open_read_only(folder: Path) -> tantivy.Index:
+    """tantivy takes a lock file in the index folder even to read, which fails on read-only media
+    (a DVD, a read-only mount, another user's index). Its files are only read, so a scratch folder
+    of symbolic links to them takes the lock instead; it lives as long as the process."""
+    scratch = Path(tempfile.mkdtemp(prefix="perspect-bm25-ro-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    for f in folder.iterdir():
+        if f.is_file() and not f.name.endswith(".lock"):
+            (scratch / f.name).symlink_to(f.resolve())
+    return tantivy.Index.open(str(scratch))
+
+
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
@@ -72,6 +88,8 @@ class TantivyBM25(Backend):
 
     @classmethod
     def open(cls, folder: Path, config: dict[str, Any], writable: bool = False) -> TantivyBM25:
+        if not writable and not os.access(folder, os.W_OK):
+            return cls(folder, config, _open_read_only(folder), writable)
         idx = tantivy.Index.open(str(folder))
         return cls(folder, config, idx, writable)
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, resolve_home
 from perspect.core.errors import PerspectError
-from perspect.core.layout import IndexDir
+from perspect.core.layout import IndexDir, Lease
 from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Hit, HitList, validate_claim
 from perspect.retriever.base import Backend, VectorBackend, backend_class
@@ -44,16 +45,106 @@ def concurrently(calls: list[Callable[[], Any]]) -> list[Any]:
     return [first] + [f.result() for f in futures]
 
 
+class _View:
+    """One pinned version of the index: its manifest and everything opened from it, and the lease
+    that keeps its files on disk while anyone reads through it."""
+
+    def __init__(self, lease: Lease):
+        self.lease = lease
+        self.version: Path = lease.version
+        self.manifest: dict[str, Any] = mf.load(self.version)
+        self.config = IndexConfig.from_json(self.manifest["config"])
+        self.stores: dict[str, ItemStore] = {}
+        self.backends: dict[tuple[str, str], Backend] = {}
+        self.vector_backends: dict[str, VectorBackend | None] = {}
+        self.links: Any = None
+        self.links_read = False
+        self.users = 0  # searches running on it
+        self.retired = False  # a newer version replaced it: close when the last user leaves
+
+    def close(self) -> None:
+        for st in self.stores.values():
+            st.close()
+        for b in self.backends.values():
+            b.close()
+        if self.links is not None:
+            self.links.close()
+        self.stores.clear()
+        self.backends.clear()
+        self.vector_backends.clear()
+        self.links = None
+        self.lease.release()
+
+
 class Searcher:
+    """Reads the live version of an index. A long-lived searcher moves to the newest version at
+    its next search (`pinned`), atomically: a search runs on one version from start to end, and
+    the version it holds is not deleted by a writer until it is done."""
+
     def __init__(self, name: str, home: str | Path | None = None):
         self.name = check_name(name)
         self.dir = IndexDir(resolve_home(home), name)
-        self.version = self.dir.current()
-        self.manifest: dict[str, Any] = mf.load(self.version)
-        self.config = IndexConfig.from_json(self.manifest["config"])
-        self._stores: dict[str, ItemStore] = {}
-        self._backends: dict[tuple[str, str], Backend] = {}
-        self._vector_backends: dict[str, VectorBackend | None] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._view = _View(self.dir.lease())
+
+    # -- versions ----------------------------------------------------------------------------------
+    @contextmanager
+    def pinned(self) -> Iterator[_View]:
+        """Hold one version for the calls inside (moving to the newest first, if a write was
+        published since). Nested calls in the same thread share the outer pin."""
+        held = getattr(self._local, "view", None)
+        if held is not None:
+            yield held
+            return
+        view = self._acquire()
+        self._local.view = view
+        try:
+            yield view
+        finally:
+            self._local.view = None
+            self._release(view)
+
+    def refresh(self) -> bool:
+        """Move to the newest published version; True if it changed."""
+        with self._lock:
+            live = self.dir.current_name()
+            if live is None or live == self._view.version.name:
+                return False
+            old, self._view = self._view, _View(self.dir.lease())
+            old.retired = True
+            if old.users == 0:
+                old.close()
+            return True
+
+    def _acquire(self) -> _View:
+        self.refresh()
+        with self._lock:
+            self._view.users += 1
+            return self._view
+
+    def _release(self, view: _View) -> None:
+        with self._lock:
+            view.users -= 1
+            if view.retired and view.users == 0:
+                view.close()
+
+    @property
+    def _v(self) -> _View:
+        """The version this thread is pinned to, else the newest one this searcher opened."""
+        return getattr(self._local, "view", None) or self._view
+
+    @property
+    def version(self) -> Path:
+        return self._v.version
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self._v.manifest
+
+    @property
+    def config(self) -> IndexConfig:
+        return self._v.config
 
     @property
     def pools(self) -> dict[str, int]:
@@ -70,19 +161,19 @@ class Searcher:
 
     def store(self, pool: str) -> ItemStore:
         self._check_pool(pool)
-        if pool not in self._stores:
-            self._stores[pool] = ItemStore(self.version / pool, readonly=True)
-        return self._stores[pool]
+        v = self._v
+        if pool not in v.stores:
+            v.stores[pool] = ItemStore(v.version / pool, readonly=True)
+        return v.stores[pool]
 
     def vector_backend(self, pool: str) -> VectorBackend | None:
         """The pool's backend that stores item vectors (`VectorBackend`), or None. Looked up once
         per pool: the engine asks at every stage of every search."""
-        if pool not in self._vector_backends:
+        v = self._v
+        if pool not in v.vector_backends:
             found = (self.backend(pool, k) for k in self.retrievers)
-            self._vector_backends[pool] = next(
-                (b for b in found if isinstance(b, VectorBackend)), None
-            )
-        return self._vector_backends[pool]
+            v.vector_backends[pool] = next((b for b in found if isinstance(b, VectorBackend)), None)
+        return v.vector_backends[pool]
 
     def backend(self, pool: str, kind: str) -> Backend:
         self._check_pool(pool)
@@ -97,11 +188,12 @@ class Searcher:
                 hint=f"available: {', '.join(self.retrievers)}",
             )
         key = (pool, kind)
-        if key not in self._backends:
-            self._backends[key] = backend_class(kind).open(
-                self.version / pool / kind, self.config.backends.get(kind, {})
+        v = self._v
+        if key not in v.backends:
+            v.backends[key] = backend_class(kind).open(
+                v.version / pool / kind, v.config.backends.get(kind, {})
             )
-        return self._backends[key]
+        return v.backends[key]
 
     def search(
         self,
@@ -116,20 +208,21 @@ class Searcher:
         query = validate_claim(query)
         if not 1 <= int(k) <= MAX_K:
             raise PerspectError(f"k must be between 1 and {MAX_K}, got {k}")
-        kind = retriever or self.default_retriever
-        t0 = time.perf_counter()
-        if kind == HYBRID and len(self.retrievers) > 1:
-            runs, _ = self.runs(query, pool, max(int(k), fusion_depth))
-            scored = rrf(runs, k=rrf_k, limit=int(k))
-        else:
-            scored = self.backend(pool, kind).search(query, int(k))
-        return self.hits(query, pool, kind, scored, t0)
+        with self.pinned():
+            kind = retriever or self.default_retriever
+            t0 = time.perf_counter()
+            if kind == HYBRID and len(self.retrievers) > 1:
+                runs, _ = self.runs(query, pool, max(int(k), fusion_depth))
+                scored = rrf(runs, k=rrf_k, limit=int(k))
+            else:
+                scored = self.backend(pool, kind).search(query, int(k))
+            return self.hits(query, pool, kind, scored, t0)
 
     def runs(self, query: str, pool: str, depth: int) -> tuple[list[list[tuple[str, float]]], Any]:
         """Each backend's top `depth` for `query`, run concurrently, and the query's dense vector
         (None without a dense retriever), which the engine reuses for its cosine features."""
         backends = {kind: self.backend(pool, kind) for kind in self.retrievers}
-        vector: list[Any] = [None]
+        vector: list[Any] = [None]  # the calls run on other threads: they get backends, not pins
 
         def dense() -> list[tuple[str, float]]:
             vector[0] = backends["dense"].embed_queries([query])[0]
@@ -164,9 +257,11 @@ class Searcher:
         """The version's precomputed perspective -> evidence links, or None (see indexer.links)."""
         from perspect.core.links import Links
 
-        if not hasattr(self, "_links"):
-            self._links = Links(self.version) if Links.exists(self.version) else None
-        return self._links
+        v = self._v
+        if not v.links_read:
+            v.links = Links(v.version) if Links.exists(v.version) else None
+            v.links_read = True
+        return v.links
 
     def _check_pool(self, pool: str) -> None:
         if pool not in POOLS:
@@ -178,16 +273,10 @@ class Searcher:
             )
 
     def close(self) -> None:
-        for s in self._stores.values():
-            s.close()
-        for b in self._backends.values():
-            b.close()
-        self._stores.clear()
-        if getattr(self, "_links", None) is not None:
-            self._links.close()
-            del self._links
-        self._backends.clear()
-        self._vector_backends.clear()
+        with self._lock:
+            self._view.retired = True
+            if self._view.users == 0:
+                self._view.close()
 
 
 def _slowest_first(backends: list[Backend]) -> list[Backend]:

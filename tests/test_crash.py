@@ -72,7 +72,9 @@ def test_kill_9_leaves_previous_index_searchable(tmp_path, pools, op, delay):
     assert after.manifest["version"] == before.manifest["version"]
     assert after.pools == {"perspectives": 6}
     assert after.retrieve("school uniforms bullying").hits[0].id == "3"
-    # the next writer cleans the orphan up and succeeds
+    before.close()
+    after.close()
+    # the next writer cleans the orphan up (and the old version, which no reader holds now)
     small = tmp_path / "small.txt"
     small.write_text("tidal power is reliable\n")
     Indexer("live", home=home).add([Source("perspectives", small)])

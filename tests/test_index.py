@@ -86,8 +86,16 @@ def test_add_replace_and_delete_in_place(built, tmp_path):
     p2 = Perspect.open("tiny", home=built)
     assert p2.pools["perspectives"] == 6
     assert all(h.id != "7" for h in p2.retrieve("wind turbines birds").hits)
-    # only the live version is kept on disk
-    assert len(list((built / "tiny" / "versions").iterdir())) == 1
+    versions = built / "tiny" / "versions"
+    # the first handle pins the version it read, so that version stays on disk ...
+    assert len(list(versions.iterdir())) == 2
+    # ... until its next search moves it to the newest version
+    assert all(h.id != "7" for h in p.retrieve("wind turbines birds").hits)
+    assert p.pools["perspectives"] == 6
+    p.close()
+    p2.close()
+    idx.delete("perspectives", ["nope"])  # the next writer sweeps what no reader holds
+    assert len(list(versions.iterdir())) == 1
 
 
 def test_add_new_pool_to_existing_index(pools, home):

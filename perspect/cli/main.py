@@ -178,7 +178,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     retrieval_only = args.retrieval_only or args.pool != "perspectives" or args.retriever
     with Perspect.open(args.index, home=args.home, model=args.model) as p:
         if not retrieval_only:
-            res = p.search(args.claim)
+            res = p.search(args.claim, k=args.k)
             if args.json:
                 print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
             else:
@@ -186,7 +186,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
                 print_result(res)
             return 0
-        res = p.retrieve(args.claim, k=args.k, pool=args.pool, retriever=args.retriever)
+        res = p.retrieve(
+            args.claim, k=20 if args.k is None else args.k, pool=args.pool, retriever=args.retriever
+        )
     if args.json:
         print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
         return 0
@@ -540,7 +542,12 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("search", help="search an index for a claim")
     q.add_argument("claim")
     q.add_argument("--index", default="default")
-    q.add_argument("--k", type=int, default=20)
+    q.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="how many: perspective clusters (full pipeline, default 16) or hits (default 20)",
+    )
     q.add_argument("--pool", default="perspectives", choices=POOLS)
     q.add_argument(
         "--retriever",

@@ -22,6 +22,7 @@ from perspect.core.errors import IndexBusy, IndexNotFound
 CURRENT = "CURRENT"
 LOCK = "LOCK"
 VERSIONS = "versions"
+LEASE = "LEASE"  # in each version folder: readers hold a shared flock on it while they read
 
 
 def _fsync_dir(path: Path) -> None:
@@ -110,13 +111,27 @@ class IndexDir:
             os.close(fd)
 
     def remove_orphans(self) -> None:
-        """Delete version folders CURRENT does not name (left by a crashed writer). Call under lock."""
+        """Delete version folders CURRENT does not name (left by a crashed writer, or replaced by
+        a newer one) that no reader holds a lease on; a held one is swept by a later writer."""
         live = self.current_name()
         vdir = self.root / VERSIONS
         if vdir.is_dir():
             for d in vdir.iterdir():
                 if d.name != live:
-                    shutil.rmtree(d, ignore_errors=True)
+                    _remove_unleased(d)
+
+    def lease(self) -> Lease:
+        """Pin the live version for reading: until the lease is released, no writer deletes it
+        (Lucene's SearcherManager keeps an IndexReader's files alive the same way)."""
+        for _ in range(100):
+            version = self.current()
+            lease = Lease.take(version)
+            if lease is not None:
+                return lease
+        raise IndexBusy(
+            f"index {self.name!r} changed 100 times while it was being opened",
+            hint="try again when the writes pause",
+        )
 
     def new_version(
         self, clone_from: Path | None = None, immutable: Callable[[Path], bool] | None = None
@@ -143,6 +158,62 @@ class IndexDir:
             shutil.rmtree(self.root)
 
 
+class Lease:
+    """A reader's shared flock on `<version>/LEASE`. The OS drops it when the reader exits, so a
+    crashed reader never pins a version for ever. On read-only media no lease is needed (nothing
+    can delete the version) and none is taken."""
+
+    def __init__(self, version: Path, fd: int | None):
+        self.version, self._fd = version, fd
+
+    @classmethod
+    def take(cls, version: Path) -> Lease | None:
+        """The lease, or None when a writer removed the version before it was taken (retry)."""
+        path = version / LEASE
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            return None  # the folder went away between CURRENT and here
+        except OSError:
+            if version.is_dir() and not os.access(version, os.W_OK):
+                return cls(version, None)  # read-only media: nothing can delete it
+            return None
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            alive = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            alive = False  # a writer removed the version while we waited for the lock
+        if not alive:
+            os.close(fd)
+            return None
+        return cls(version, fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def _remove_unleased(version: Path) -> None:
+    """Remove a version folder unless a reader holds its lease (an exclusive flock would fail)."""
+    try:
+        fd = os.open(version / LEASE, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        shutil.rmtree(version, ignore_errors=True)  # no lease file can exist: a broken folder
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # a reader is on it
+        shutil.rmtree(version, ignore_errors=True)
+    finally:
+        os.close(fd)
+
+
 def clone_tree(src: Path, dst: Path, immutable: Callable[[Path], bool]) -> None:
     """Copy a version folder; files `immutable` accepts are hard-linked (no bytes copied)."""
 
@@ -155,7 +226,7 @@ def clone_tree(src: Path, dst: Path, immutable: Callable[[Path], bool]) -> None:
                 pass
         shutil.copy2(s, d)
 
-    shutil.copytree(src, dst, copy_function=copy, ignore=shutil.ignore_patterns("*.lock"))
+    shutil.copytree(src, dst, copy_function=copy, ignore=shutil.ignore_patterns("*.lock", LEASE))
 
 
 def list_indexes(home: Path) -> list[str]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from perspect.core.decisions import Decisions
-from perspect.core.errors import Cancelled, ModelError
+from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.links import RRF_K, Link
 from perspect.core.result import Coverage, EvidenceItem, Member, PerspectiveCluster, SearchResult
 from perspect.core.stack import Stack, logit
@@ -43,7 +43,7 @@ from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
 from perspect.retriever.base import VectorBackend
 from perspect.retriever.fusion import rrf
-from perspect.retriever.searcher import Searcher
+from perspect.retriever.searcher import MAX_K, Searcher
 
 ProgressCallback = Callable[[str, float], None]  # (stage description, fraction done 0..1)
 
@@ -69,6 +69,15 @@ class EngineConfig:
     # perspectives (both orders, margin .6), T3 over clusters: all 70.0 (p95 571 pairs per
     # claim), 96: 68.0, 48: 66.9, 32: 65.6.
     equivalence_ce_max_pairs: int | None = None
+
+
+def check_k(k: int | None, default: int) -> int:
+    """A caller's cluster count: None means the default; anything else must be 1..MAX_K."""
+    if k is None:
+        return default
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise PerspectError(f"k must be a whole number between 1 and {MAX_K}, got {k!r}")
+    return k
 
 
 class Engine:
@@ -97,7 +106,6 @@ class Engine:
                 "does not name",
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
-        self._bm25 = None
 
     # -- stages, also used one by one by `perspect eval perspectrum` -----------------------------
     @property
@@ -320,9 +328,7 @@ class Engine:
         return [self._stems(t) - query.stems for t in texts]
 
     def _stems(self, text: str) -> set[str]:
-        if self._bm25 is None:
-            self._bm25 = self.searcher.backend("perspectives", "bm25")
-        return set(self._bm25.tokens(text))
+        return set(self.searcher.backend("perspectives", "bm25").tokens(text))
 
     # -- the whole search --------------------------------------------------------------------------
     def search(
@@ -330,9 +336,18 @@ class Engine:
         claim: str,
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
+        k: int | None = None,
     ) -> SearchResult:
+        """`k`: at most this many perspective clusters (default `EngineConfig.max_clusters`). The
+        whole search reads one version of the index (a write published meanwhile is seen by the
+        next search)."""
         claim = validate_claim(claim)
+        with self.searcher.pinned():
+            return self._search(claim, progress, cancel, k)
+
+    def _search(self, claim, progress, cancel, k) -> SearchResult:
         cfg = self.config
+        max_clusters = check_k(k, cfg.max_clusters)
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         report = progress or (lambda stage, frac: None)
@@ -346,7 +361,7 @@ class Engine:
 
         t = time.perf_counter()
         report("retrieving perspectives", 0.0)
-        hits, query = self.candidates(claim)
+        hits, query = self.candidates(claim, max(cfg.candidates, max_clusters))
         t = step("retrieve", 0.3, t)
 
         j = self.judge(query, hits)
@@ -358,7 +373,7 @@ class Engine:
         ]
         t = step("relevance+stance", 0.8, t)
 
-        clusters = self._cluster(query, members)[: cfg.max_clusters]
+        clusters = self._cluster(query, members)[:max_clusters]
         t = step("equivalence", 0.9, t)
 
         clusters = self._with_evidence(clusters)
