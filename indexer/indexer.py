@@ -6,6 +6,7 @@ copy-on-write version (see `indexer.layout`), so bad input or a crash never cost
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
-from perspect.core.errors import PerspectError
+from perspect.core.errors import PerspectError, environment_error
 from perspect.core.layout import IndexDir
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.store import ItemStore
@@ -65,6 +66,25 @@ def read_source(src: Source) -> ReadReport:
     )
 
 
+def _plain_environment_errors(method):
+    """A full disk or read-only home, raised by whichever library was writing, becomes one
+    `EnvironmentFailure` line (the version being written is already removed by then)."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except PerspectError:
+            raise
+        except Exception as e:
+            failure = environment_error(e, self.dir.home)
+            if failure is None:
+                raise
+            raise failure from None
+
+    return run
+
+
 class Indexer:
     def __init__(
         self,
@@ -81,6 +101,7 @@ class Indexer:
         self.skip_bad = skip_bad
 
     # -- public operations ---------------------------------------------------------------------
+    @_plain_environment_errors
     def build(self, sources: Sequence[Source]) -> WriteReport:
         """Build (or rebuild) the whole index from `sources`; the old one serves until the swap."""
         if not any(s.pool == "perspectives" for s in sources):
@@ -98,6 +119,7 @@ class Indexer:
             self.dir.publish(version)
         return report
 
+    @_plain_environment_errors
     def add(self, sources: Sequence[Source]) -> WriteReport:
         """Add (or replace, by id) items in place, without rebuilding."""
         self.dir.current()  # an unknown index is refused before anything is read or created
@@ -114,6 +136,7 @@ class Indexer:
             self.dir.publish(version)
         return report
 
+    @_plain_environment_errors
     def delete(self, pool: str, ids: Sequence[str]) -> WriteReport:
         ids = [str(i) for i in dict.fromkeys(ids)]
         if not ids:
@@ -167,6 +190,7 @@ class Indexer:
             not_found={pool: len(ids) - len(present)},
         )
 
+    @_plain_environment_errors
     def rebuild(self, retriever: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Re-encode every pool with one retriever from the stored items, e.g. after training a
         new dense or ColBERT model, or to add a retriever to an existing index. The other

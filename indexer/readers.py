@@ -171,12 +171,18 @@ class _Collector:
         if len(text) > MAX_TEXT_CHARS:
             self.error(line, f"text is {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
             return
+        if (why := _unstorable(text)) is not None:
+            self.error(line, f"text {why}")
+            return
         if ident is None or (isinstance(ident, str) and not ident.strip()):
             ident = text_id(text, self.id_prefix)
         if isinstance(ident, bool) or not isinstance(ident, (str, int)):
             self.error(line, f"id must be a string or an integer, got {ident!r}")
             return
         ident = str(ident).strip()
+        if (why := _unstorable(ident)) is not None:
+            self.error(line, f"id {why}")
+            return
         if ident in self._ids:
             self.report.duplicate_ids.append(ident)
             return
@@ -186,6 +192,17 @@ class _Collector:
         self._texts.add(key)
         self._ids.add(ident)
         self.report.items.append(Item(id=ident, text=text, metadata=meta))
+
+
+def _unstorable(text: str) -> str | None:
+    """Why a text cannot be stored as it is (a JSON escape can carry what a text file cannot)."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not valid Unicode text)"
+    return None
 
 
 def _json_error(path: str, e: json.JSONDecodeError, line_offset: int = 0) -> InputError:

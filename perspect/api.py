@@ -23,7 +23,7 @@ from typing import Any
 from perspect.core import bundle, paths
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
-from perspect.core.errors import PerspectError
+from perspect.core.errors import Cancelled, PerspectError
 from perspect.core.layout import IndexDir, list_indexes
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
@@ -78,6 +78,11 @@ class Perspect:
         return self._searcher.manifest
 
     @property
+    def models_loaded(self) -> bool:
+        """Whether the first search has loaded the models already (later ones answer faster)."""
+        return self._engine is not None
+
+    @property
     def has_models(self) -> bool:
         return (self._model_dir / "manifest.json").is_file()
 
@@ -98,7 +103,10 @@ class Perspect:
         """Perspectives on `claim`, clustered, with stance and evidence: at most `k` clusters
         (default 16), or without models the top `k` retrieved perspectives (default 20)."""
         if self.has_models:
-            return self.engine().search(claim, progress, cancel, k=k)
+            engine = self.engine()
+            if cancel is not None and cancel.is_set():  # cancelled while the models loaded
+                raise Cancelled("search cancelled")
+            return engine.search(claim, progress, cancel, k=k)
         claim = validate_claim(claim)
         hits = self._searcher.search(claim, "perspectives", 20 if k is None else k)
         warning = (

@@ -145,3 +145,67 @@ def test_search_on_read_only_media(read_only_copy):
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["hits"][0]["id"] == "3"
+
+
+def _mount(args: list[str], target) -> None:
+    r = subprocess.run(["mount", *args, str(target)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount here ({' '.join(args)}): {r.stderr.strip() or r.returncode}")
+
+
+def test_disk_full_during_build_and_add(tmp_path, pools):
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    _mount(["-t", "tmpfs", "-o", "size=600k", "tmpfs"], disk)
+    try:
+        home = disk / "home"
+        Indexer("live", home=home).build([Source("perspectives", pools["perspectives"])])
+        big = tmp_path / "big.txt"
+        big.write_text("\n".join(f"perspective {i} says something new" for i in range(40_000)))
+        for op in ("add", "build"):
+            out = subprocess.run(
+                [
+                    *perspect_cmd(),
+                    "index",
+                    op,
+                    "--name",
+                    "live",
+                    "--home",
+                    str(home),
+                    "-q",
+                    "--perspectives",
+                    str(big),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            assert out.returncode == 2, out.stderr
+            assert "no space left" in out.stderr and "Traceback" not in out.stderr
+            versions = list((home / "live" / "versions").iterdir())
+            assert len(versions) == 1  # the partial version was removed
+            with Perspect.open("live", home=home) as p:
+                assert p.pools == {"perspectives": 6}
+                assert p.retrieve("school uniforms bullying").hits[0].id == "3"
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_writing_to_a_read_only_home_is_one_line(read_only_copy, pools):
+    out = subprocess.run(
+        [
+            *perspect_cmd(),
+            "index",
+            "add",
+            "--name",
+            "tiny",
+            "--home",
+            str(read_only_copy),
+            "--perspectives",
+            str(pools["perspectives"]),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "cannot write to" in out.stderr and "read-only" in out.stderr

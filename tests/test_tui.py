@@ -126,3 +126,48 @@ def test_snapshot_after_search(snap_compare, tiny_index, tiny_pair_model, tmp_pa
 def test_snapshot_help(snap_compare, tiny_index, tiny_pair_model, tmp_path):
     app = _app(tiny_index, tiny_pair_model, tmp_path)
     assert snap_compare(app, press=["f1"], terminal_size=(100, 30))
+
+
+async def test_without_models_the_retrieved_hits_are_listed(tiny_index, tmp_path):
+    from perspect.tui.widgets.hit_item import HitItem
+
+    app = _app(tiny_index, tmp_path / "no-models", tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _search(pilot, app)
+        assert not app.result.clusters and app.result.hits
+        items = [i for i in app.query_one("#support-list", ListView).children]
+        assert items and all(isinstance(i, HitItem) for i in items)
+        assert [i.hit.id for i in items] == [h.id for h in app.result.hits]
+        status = str(app.query_one("#status", Static).render())
+        assert "retrieval only" in status
+
+
+async def test_escape_while_the_models_load_cancels_at_once(tiny_index, tiny_pair_model, tmp_path):
+    import threading
+
+    app = _app(tiny_index, tiny_pair_model, tmp_path)
+    loading = threading.Event()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        real = app.perspect.engine
+
+        def slow_engine():  # the first search loads the models: seconds on a real bundle
+            loading.set()
+            threading.Event().wait(1.5)
+            return real()
+
+        app.perspect.engine = slow_engine
+        box = app.query_one("#claim")
+        box.focus()
+        await pilot.press(*CLAIM, "enter")
+        for _ in range(100):
+            if loading.is_set():
+                break
+            await pilot.pause(0.02)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert str(app.query_one("#status", Static).render()) == "search cancelled"
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert app.result is None  # nothing of the cancelled search reached the screen
+        assert str(app.query_one("#status", Static).render()) == "search cancelled"

@@ -115,26 +115,43 @@ class PerspectApp(App[None]):
 
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, claim: str, cancel: threading.Event) -> None:
+        def progress(stage: str, fraction: float) -> None:
+            self.post_message(SearchProgress(stage, fraction, cancel))
+
+        if not self.perspect.models_loaded and self.perspect.has_models:
+            progress("loading the models (first search only)", 0.0)
         try:
-            res = self.perspect.search(
-                claim, progress=lambda s, f: self.post_message(SearchProgress(s, f)), cancel=cancel
-            )
+            res = self.perspect.search(claim, progress=progress, cancel=cancel)
         except Cancelled:
-            self.post_message(SearchFailed("search cancelled"))
+            self.post_message(SearchFailed("search cancelled", search=cancel))
         except PerspectError as e:
-            self.post_message(SearchFailed(e.message, e.hint))
+            self.post_message(SearchFailed(e.message, e.hint, cancel))
         else:
             if not cancel.is_set():
-                self.post_message(SearchDone(res))
+                self.post_message(SearchDone(res, cancel))
+
+    def _stale(self, search: threading.Event | None) -> bool:
+        """A message of a search the user cancelled or replaced: dropped."""
+        return search is not None and (search is not self._cancel or search.is_set())
 
     def on_search_progress(self, msg: SearchProgress) -> None:
+        if self._stale(msg.search):
+            return
         self.query_one(ProgressBar).update(progress=msg.fraction)
         self._status(f"{msg.stage} …")
 
     async def on_search_done(self, msg: SearchDone) -> None:
+        if self._stale(msg.search):
+            return
         self.result = res = msg.result
-        await self.query_one("#support", SideColumn).show(res.side("support"))
-        await self.query_one("#oppose", SideColumn).show(res.side("oppose"))
+        if not res.clusters and res.hits and not self.perspect.has_models:
+            await self.query_one("#support", SideColumn).show_hits(
+                res.hits, "Retrieved (no models: no stance)"
+            )
+            await self.query_one("#oppose", SideColumn).show(())
+        else:
+            await self.query_one("#support", SideColumn).show(res.side("support"))
+            await self.query_one("#oppose", SideColumn).show(res.side("oppose"))
         self.query_one(CoverageBar).show(res.coverage)
         self.query_one(ProgressBar).update(progress=1.0)
         took = f" in {res.took_ms:.0f} ms" if self.show_timings else ""
@@ -146,6 +163,8 @@ class PerspectApp(App[None]):
             self._status(lit(res.coverage.warning))
 
     def on_search_failed(self, msg: SearchFailed) -> None:
+        if msg.search is not None and msg.search is not self._cancel:
+            return  # an earlier search's end; the one on screen is newer
         self.query_one(ProgressBar).update(progress=0.0)
         self._status(
             f"[red]{lit(msg.error)}[/]" + (f"  [dim]fix: {lit(msg.hint)}[/]" if msg.hint else "")
@@ -157,9 +176,12 @@ class PerspectApp(App[None]):
             self.push_screen(DetailScreen(event.item.cluster))
 
     def action_cancel(self) -> None:
+        """Cancelled at once on screen: the worker may still be loading the models (seconds, not
+        interruptible); whatever it posts afterwards for this search is dropped."""
         if self._cancel is not None and not self._cancel.is_set():
             self._cancel.set()
-            self._status("cancelling …")
+            self.query_one(ProgressBar).update(progress=0.0)
+            self._status("search cancelled")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

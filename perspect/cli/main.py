@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from perspect.core.errors import PerspectError
-from perspect.core.render import literal
+from perspect.core.render import json_text, literal
 from perspect.core.types import POOLS
 
 
@@ -144,7 +144,7 @@ def cmd_index_status(args: argparse.Namespace) -> int:
 
     home, rows = api.index_status(args.name, args.home)
     if args.json:
-        print(json.dumps({"home": str(home), "indexes": rows}, indent=2, ensure_ascii=False))
+        print(json_text({"home": str(home), "indexes": rows}))
         return 0
     if not rows:
         _console().print(
@@ -180,7 +180,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if not retrieval_only:
             res = p.search(args.claim, k=args.k)
             if args.json:
-                print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+                print(json_text(res.to_json()))
             else:
                 from perspect.core.render import print_result
 
@@ -190,7 +190,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.claim, k=20 if args.k is None else args.k, pool=args.pool, retriever=args.retriever
         )
     if args.json:
-        print(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+        print(json_text(res.to_json()))
         return 0
     from rich.table import Table
 

@@ -60,3 +60,32 @@ class ModelError(PerspectError):
 
 class Cancelled(PerspectError):
     """The caller cancelled the search (the TUI's worker, on a newer claim)."""
+
+
+class EnvironmentFailure(PerspectError):
+    """The machine refused a write: full disk, read-only media, no permission."""
+
+
+_NO_SPACE = ("no space left", "disk is full", "disk quota")
+_READ_ONLY = ("read-only file system", "readonly database", "permission denied")
+
+
+def environment_error(exc: BaseException, where: object) -> EnvironmentFailure | None:
+    """The one-line error for an exception that says the disk is full or cannot be written, from
+    whichever library raised it (OSError, sqlite3, shutil.Error, tantivy's ValueError); None for
+    anything else (a bug: let it show its traceback)."""
+    import errno
+
+    code = getattr(exc, "errno", None)
+    text = str(exc).lower()
+    if code in (errno.ENOSPC, errno.EDQUOT) or any(s in text for s in _NO_SPACE):
+        return EnvironmentFailure(
+            f"no space left on the device holding {where}; nothing was changed",
+            hint="free some space, or pass --home DIR on a larger disk",
+        )
+    if code in (errno.EROFS, errno.EACCES, errno.EPERM) or any(s in text for s in _READ_ONLY):
+        return EnvironmentFailure(
+            f"cannot write to {where} (read-only or no permission); nothing was changed",
+            hint="pass --home DIR in a folder you can write (searching a read-only index works)",
+        )
+    return None

@@ -46,11 +46,15 @@ def fsync_tree(path: Path) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
 
 
@@ -143,14 +147,24 @@ class IndexDir:
         path.parent.mkdir(parents=True, exist_ok=True)
         if clone_from is None:
             path.mkdir()
-        else:
+            return path
+        try:
             clone_tree(clone_from, path, immutable or (lambda p: False))
+        except BaseException:  # a full disk, say: leave no half copy behind
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         return path
 
     def publish(self, version: Path) -> None:
-        """Make `version` the live one (atomic), then drop older versions."""
-        fsync_tree(version)
-        atomic_write_text(self.root / CURRENT, version.name + "\n")
+        """Make `version` the live one (atomic), then drop older versions. If it cannot be made
+        live (a full disk), it is removed and the live version stays as it was."""
+        try:
+            fsync_tree(version)
+            atomic_write_text(self.root / CURRENT, version.name + "\n")
+        except BaseException:
+            if self.current_name() != version.name:
+                shutil.rmtree(version, ignore_errors=True)
+            raise
         self.remove_orphans()
 
     def remove(self) -> None:

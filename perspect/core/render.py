@@ -24,6 +24,19 @@ def plain(text: object) -> str:
     return _CONTROLS.sub(show, str(text))
 
 
+# JSON escapes C0 controls itself; DEL, the C1 controls (0x9b is a one-byte CSI on some
+# terminals) and the bidi overrides pass through `ensure_ascii=False` raw.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(obj: object) -> str:
+    """Indented JSON, non-ASCII text kept readable, every control character escaped (`\\u009b`)."""
+    import json
+
+    out = json.dumps(obj, ensure_ascii=False, indent=2)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+
+
 def literal(text: object) -> str:
     """`text` safe to interpolate into rich markup: controls made visible, markup escaped, so
     "animals [/] rights" or "[bold red]" in a claim, a document or a path prints as written."""

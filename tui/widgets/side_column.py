@@ -7,7 +7,9 @@ from textual.containers import Vertical
 from textual.widgets import Label, ListView
 
 from perspect.core.result import PerspectiveCluster
+from perspect.core.types import Hit
 from perspect.tui.widgets.cluster_item import ClusterItem
+from perspect.tui.widgets.hit_item import HitItem
 
 
 class SideColumn(Vertical):
@@ -26,3 +28,11 @@ class SideColumn(Vertical):
         await lv.extend(ClusterItem(c) for c in clusters)
         lv.index = 0 if clusters else None  # Enter opens the strongest one straight away
         self.query_one(Label).update(f"{self.title_text} ({len(clusters)})")
+
+    async def show_hits(self, hits: tuple[Hit, ...], title: str) -> None:
+        """Retrieved perspectives without stance (no models): listed, under their own title."""
+        lv = self.query_one(ListView)
+        await lv.clear()
+        await lv.extend(HitItem(h) for h in hits)
+        lv.index = None
+        self.query_one(Label).update(f"{title} ({len(hits)})")
