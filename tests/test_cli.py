@@ -205,10 +205,10 @@ def test_markup_and_escape_codes_in_data_print_literally(home, tmp_path):
 def test_environment_failures_are_one_line(home, tmp_path, pools):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
-    r = run("index", "status", "--home", str(not_a_dir), ok=False)
-    assert (
-        r.returncode == 2 and "is a file, not a folder" in r.stderr and "Traceback" not in r.stderr
-    )
+    for cmd in (("index", "status"), ("tui",)):
+        r = run(*cmd, "--home", str(not_a_dir), ok=False)
+        assert r.returncode == 2 and "is a file, not a folder" in r.stderr
+        assert "Traceback" not in r.stderr
     run(
         "index",
         "build",

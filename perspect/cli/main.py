@@ -323,6 +323,9 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    from perspect.core.config import resolve_home
+
+    resolve_home(args.home)  # a home that is a file: one line and exit 2, before the screen opens
     try:
         from perspect.tui.app import run
     except ImportError as e:
