@@ -305,11 +305,15 @@ def train(
     index: str | None = None,
     home: str | Path | None = None,
     equivalence_model: str | None = None,
+    train_layers: int | str | None = None,
+    max_minutes: float | None = None,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Train one model (or re-fit the pair model's decisions: "calibrate"; average models:
-    "average"); see `perspect train --help` for the tasks."""
+    "average"); see `perspect train --help` for the tasks. For the pair model, `train_layers`
+    overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
+    rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
     reporter = reporter or NullReporter()
     if task in ENCODERS:
         trainer, default_out, what = ENCODERS[task]
@@ -336,8 +340,26 @@ def train(
     tasks = TASKS if task == "all" else (task,)
     if init and task == "all":
         tasks = tuple(t for t in TASKS if t in PROFILES[profile].caps)
-    model = training.train(data, out, tasks, base, profile, reporter, log, init)
+    prof = _profile(profile, train_layers, max_minutes)
+    model = training.train(data, out, tasks, base, prof, reporter, log, init)
     return TrainResult(task, out, ", ".join(tasks), model.manifest)
+
+
+def _profile(name: str, train_layers: int | str | None, max_minutes: float | None):
+    import dataclasses
+
+    prof = PROFILES[name]
+    if train_layers == "all":
+        prof = dataclasses.replace(prof, train_layers=None, lr=prof.lr / 2)
+    elif train_layers is not None:
+        if not isinstance(train_layers, int) or train_layers < 1:
+            raise PerspectError(f"--train-layers takes a number >= 1 or 'all', got {train_layers}")
+        prof = dataclasses.replace(prof, train_layers=train_layers)
+    if max_minutes is not None:
+        if max_minutes <= 0:
+            raise PerspectError(f"--max-minutes must be positive, got {max_minutes}")
+        prof = dataclasses.replace(prof, max_minutes=float(max_minutes))
+    return prof
 
 
 # -- the model bundle ----------------------------------------------------------------------------

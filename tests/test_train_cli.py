@@ -155,3 +155,18 @@ def test_eval_without_a_model_says_how_to_train(tmp_path):
         text=True,
     )
     assert r.returncode == 2 and "perspect train" in r.stderr
+
+
+def test_train_layers_and_budget_override_the_profile():
+    from perspect.api import _profile
+    from perspect.core.errors import PerspectError
+    from perspect.reranker.train import PROFILES
+
+    full = PROFILES["full"]
+    assert _profile("full", None, None) == full
+    whole = _profile("full", "all", 40)
+    assert whole.train_layers is None and whole.lr == full.lr / 2 and whole.max_minutes == 40.0
+    assert _profile("full", 2, None).train_layers == 2
+    for bad in ((0, None), ("x", None), (None, -1)):
+        with pytest.raises(PerspectError):
+            _profile("full", *bad)

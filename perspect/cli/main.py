@@ -229,6 +229,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             index=args.index,
             home=args.home,
             equivalence_model=args.equivalence_model,
+            train_layers=_layers(args.train_layers),
+            max_minutes=args.max_minutes,
             reporter=rep,
             log=lambda msg: _console(stderr=True).print(literal(msg)),
         )
@@ -254,6 +256,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         if "dev_metrics" in m:
             _console().print(f"  dev: {json.dumps(m['dev_metrics'])}")
     return 0
+
+
+def _layers(value: str | None) -> int | str | None:
+    if value is None or value == "all":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise PerspectError(f"--train-layers takes a number or 'all', got {value!r}") from None
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -475,6 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="base encoder: folder or hub id (default: packaged all-MiniLM-L6-v2)",
     )
     t.add_argument("--profile", default="full", choices=["quick", "full", "continue"])
+    t.add_argument(
+        "--train-layers",
+        metavar="N|all",
+        help="pair model: top N encoder layers trained (profile default 3), or all (full fine-tune)",
+    )
+    t.add_argument("--max-minutes", type=float, help="pair model: training time budget")
     t.add_argument(
         "--init",
         metavar="DIR",
