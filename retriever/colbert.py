@@ -291,10 +291,14 @@ class ColBERTBackend(Backend):
             self.delete(present)
         embs = self.encode([it.text for it in items], is_query=False, progress=progress)
         self._onnx_session()  # export the query graph now, not at a user's first search
-        ids = [it.id for it in items]
+        self.add_encoded([it.id for it in items], embs)
+
+    def add_encoded(self, ids: Sequence[str], embs: Sequence[Any]) -> None:
+        """Store documents already encoded by this backend's model (new ids only)."""
+        ids = list(ids)
         self.state.setdefault("dim", int(embs[0].shape[-1]))
         if self.mode == "exact":
-            if self.count() == 0 and len(items) >= self.config["min_plaid_docs"]:
+            if self.count() == 0 and len(ids) >= self.config["min_plaid_docs"]:
                 self.state["mode"] = "plaid"  # a first build large enough for PLAID's k-means
             else:
                 self._exact_add(ids, embs)
@@ -304,10 +308,10 @@ class ColBERTBackend(Backend):
         with _quiet():
             self._index(create=True).add_documents(documents_ids=ids, documents_embeddings=embs)
         if first:
-            self.state["built_count"] = len(items)
+            self.state["built_count"] = len(ids)
             self.state["added_since_build"] = 0
         else:
-            self.state["added_since_build"] += len(items)
+            self.state["added_since_build"] += len(ids)
         self._ids = None
         self._save_state()
 
