@@ -123,11 +123,18 @@ def read_only_copy(built, tmp_path):
     subprocess.run(["umount", "-l", str(target)], capture_output=True)
 
 
-def test_search_on_read_only_media(read_only_copy):
+def test_search_on_read_only_media(read_only_copy, built, tiny_pair_model):
     with pytest.raises(OSError):
         (read_only_copy / "x").write_text("x")
-    with Perspect.open("tiny", home=read_only_copy) as p:
-        assert p.retrieve("school uniforms bullying").hits[0].id == "3"
+
+    def answers(home) -> list:
+        with Perspect.open("tiny", home=home, model=tiny_pair_model) as p:
+            assert p.retrieve("school uniforms bullying").hits[0].id == "3"
+            res = p.search("school uniforms should be compulsory")  # links, stores, engine
+            return [c.to_json() for c in res.clusters]
+
+    ro = answers(read_only_copy)
+    assert ro and ro == answers(built)
     out = subprocess.run(
         [
             *perspect_cmd(),
