@@ -33,6 +33,7 @@ HEADS = "heads.safetensors"
 # what a bundle's record repeats from the model's manifest (`perspect models` lists it)
 RECORD = (
     "base_model",
+    "code",
     "data",
     "profile",
     "training",
@@ -232,6 +233,7 @@ class PairModel:
         (only what training changed; replaced atomically: a crash never leaves half a model)."""
         folder = Path(folder)
         self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.manifest["code"] = bundle.code_version()
         with tempfile.TemporaryDirectory(prefix="perspect-pair-") as tmp:
             full = Path(tmp) / "full"
             full.mkdir()

@@ -124,3 +124,52 @@ def test_a_cross_encoder_stores_only_its_trained_layers(tiny_base, tmp_path):
     pairs = [("a claim", "a perspective"), ("another claim", "another one")]
     assert np.allclose(again.predict(pairs), ce.predict(pairs), atol=1e-2)
     assert bundle.verify(entry) == []
+
+
+def test_a_grown_vocabulary_stores_only_the_new_rows(tiny_base, tmp_path):
+    """PyLate's ColBERT adds its [Q] / [D] marker tokens to the base's vocabulary: the embedding
+    matrix grows by two rows, and the bundle stores those rows, not the whole matrix again."""
+    from pylate import models
+
+    from perspect.retriever.colbert import load_colbert
+
+    m = models.ColBERT(model_name_or_path=str(tiny_base), device="cpu")
+    freeze_lower(m[0].auto_model, 1)
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.requires_grad:
+                p.add_(0.05)
+    m.save(str(tmp_path / "full"))
+    entry = bundle.pack(tmp_path / "full", tmp_path / "colbert", name="colbert", role="colbert",
+                        base_id=tiny_base)  # fmt: skip
+    spec = entry.weights["model.safetensors"]
+    ((key, rows),) = spec["grown"].items()
+    stored = load_file(str(tmp_path / "colbert" / "model.safetensors"))
+    assert "word_embeddings" in key and stored[key].shape[0] == 2  # only the added rows
+    full = load_file(str(tmp_path / "full" / "model.safetensors"))
+    assert rows + 2 == full[key].shape[0]
+    rebuilt = load_file(str(bundle.resolve(tmp_path / "colbert") / "model.safetensors"))
+    assert torch.equal(rebuilt[key][:rows], full[key][:rows])
+    assert torch.allclose(rebuilt[key], full[key], atol=1e-3)
+    docs = ["animals feel pain", "zoos save species"]
+    a = load_colbert(tmp_path / "full").encode(docs, is_query=False)
+    b = load_colbert(tmp_path / "colbert").encode(docs, is_query=False)
+    assert all(np.allclose(x, y, atol=1e-2) for x, y in zip(a, b, strict=True))
+    assert bundle.verify(entry) == []
+
+
+def test_a_resave_keeps_the_recipe_steps(trained):
+    """`make models` records each finished step in the entry; a later step that saves the model
+    again (a stance round, calibration) must not drop the steps before it, or a fresh clone would
+    retrain what it already has."""
+    from perspect.lab.recipe import done_steps, record_step
+
+    model, folder = trained
+    record_step(folder, "pair", "k1", 10)
+    model.save(folder)
+    record_step(folder, "stance-1", "k2", 20)
+    model.save(folder)
+    assert [(s["step"], s["key"]) for s in done_steps(folder)] == [
+        ("pair", "k1"),
+        ("stance-1", "k2"),
+    ]

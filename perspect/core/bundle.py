@@ -254,17 +254,24 @@ def pack(
             known = (
                 load_file(str(twin)) if twin is not None and twin.suffix == ".safetensors" else {}
             )
-            keep = {}
+            keep, grown = {}, {}
             for k, v in tensors.items():
                 twin_key = _base_key(k, known)
-                same = twin_key is not None and known[twin_key].shape == v.shape
-                if not (same and torch.equal(known[twin_key], v)):
-                    keep[k] = _stored(v)
+                b = known[twin_key] if twin_key is not None else None
+                if b is not None and b.shape == v.shape and torch.equal(b, v):
+                    continue
+                if b is not None and _grown_from(b, v):
+                    # a vocabulary grown by a few tokens (ColBERT's [Q] and [D] markers): the
+                    # base's rows stay in the base, only the new rows are stored
+                    keep[k], grown[k] = _stored(v[b.shape[0] :]), int(b.shape[0])
+                    continue
+                keep[k] = _stored(v)
             dst.parent.mkdir(parents=True, exist_ok=True)
             save_file(keep, str(dst), metadata={"format": "pt"})
             weights[rel] = {
                 "base": twin.relative_to(base).as_posix() if known else None,
                 "dtypes": {k: str(v.dtype).removeprefix("torch.") for k, v in tensors.items()},
+                **({"grown": grown} if grown else {}),
             }
         elif twin is not None and twin.read_bytes() == f.read_bytes():
             from_base.append(rel)
@@ -278,6 +285,11 @@ def pack(
         for p in sorted(staging.rglob("*"))
         if p.is_file()
     }
+    record = dict(record or {})
+    if "steps" not in record and is_bundle(out):
+        # the recipe's step history (perspect.lab.recipe) belongs to the entry, not to one save:
+        # a model re-saved by a later step keeps the steps that made it
+        record["steps"] = BundleEntry.read(out).record.get("steps", [])
     manifest = {
         "format": FORMAT,
         "name": name,
@@ -291,7 +303,7 @@ def pack(
         "files": files,
         "weights": weights,
         "from_base": from_base,
-        "record": {"packed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(record or {})},
+        "record": {"packed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **record},
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     if (out / "onnx").is_dir():  # exported graphs carry a content stamp: still valid or redone
@@ -335,6 +347,20 @@ def _base_key(key: str, known: dict) -> str | None:
             if name.endswith(a) and name[: -len(a)] + b in known:
                 return name[: -len(a)] + b
     return None
+
+
+def _grown_from(base, t) -> bool:
+    """`t` is `base` with rows appended (same columns, same leading rows at the bundle's float16
+    storage precision: a model rebuilt from a bundle entry packs again the same way)."""
+    import torch
+
+    n = base.shape[0]
+    return (
+        base.dim() == t.dim() == 2
+        and base.shape[1] == t.shape[1]
+        and t.shape[0] > n
+        and torch.equal(base.to(torch.float16), t[:n].to(torch.float16))
+    )
 
 
 def _stored(t):
@@ -439,8 +465,13 @@ def _rebuild(stored: Path, base: Path | None, spec: dict[str, Any], dst: Path) -
     delta = load_file(str(stored))
     known = load_file(str(base)) if base is not None else {}
     out = {}
+    grown = spec.get("grown", {})
     for k, dtype in spec["dtypes"].items():
-        t = delta[k] if k in delta else known[_base_key(k, known)]
+        if k in grown:
+            head = known[_base_key(k, known)][: grown[k]]
+            t = torch.cat([head, delta[k].to(head.dtype)])
+        else:
+            t = delta[k] if k in delta else known[_base_key(k, known)]
         out[k] = t.to(getattr(torch, dtype)).contiguous()
     dst.parent.mkdir(parents=True, exist_ok=True)
     save_file(out, str(dst), metadata={"format": "pt"})
