@@ -34,16 +34,16 @@ demo: setup data
 	       [ -f $$f ] && echo "--evidence $$f" && break; done)
 	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
 
-# Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, stance
-# rounds, equivalence cross-encoder, ColBERT, calibration. Each step skips itself when its
+# Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, three
+# stance rounds, equivalence cross-encoder, ColBERT, calibration. Each step skips itself when its
 # output already holds the result of the same inputs (data, base, recipe, the entries it reads),
-# so an interrupted run resumes; `perspect models make --dry-run` says what would run. About
-# 75 minutes on 2 CPU cores (measured: dense 16, pair 26, stance round 8, equivalence 17,
-# calibration 6); STEPS=pair,calibrate redoes only those. Needs the PERSPECTRUM files.
-# COLBERT=1 adds a ColBERT model (the shipped bundle has none yet) and re-fits the decisions.
-STANCE_ROUNDS ?= 1
+# so an interrupted run resumes; `perspect models make --dry-run` says what would run. About 2 h
+# 20 min on 2 CPU cores (measured: dense 16, pair 26, stance rounds 8 + 14 + 19, equivalence 17,
+# ColBERT 21, calibration 16); STEPS=pair,calibrate redoes only those. Needs the PERSPECTRUM files.
+# COLBERT=0 leaves ColBERT out (and re-fits the decisions without it).
+STANCE_ROUNDS ?= 3
 STEPS ?=
-COLBERT ?= 0
+COLBERT ?= 1
 models: setup data
 	$(BIN)/perspect models make --data data/perspectrum --stance-rounds $(STANCE_ROUNDS) \
 	  $(if $(STEPS),--steps $(STEPS)) $(if $(filter 1,$(COLBERT)),,--no-colbert)

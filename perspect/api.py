@@ -384,7 +384,7 @@ def make_models(
     folder: str | Path | None = None,
     *,
     only: Sequence[str] = (),
-    stance_rounds: int = 1,
+    stance_rounds: int = 3,
     colbert: bool = True,
     dry_run: bool = False,
     reporter: Reporter | None = None,

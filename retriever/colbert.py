@@ -80,6 +80,49 @@ def setup_torch_extensions() -> None:
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(paths.torch_extensions()))
 
 
+_KERNELS: threading.Thread | None = None
+
+
+def compile_kernels_in_background() -> None:
+    """Start compiling PLAID's C++ kernels on a second thread. They compile on first use: the
+    codec's during a build, the search's at the first search after it (~30 s here, all of it
+    in a fresh clone's first `perspect search`). A build starts them while it encodes, which
+    needs the CPU less than a compiler on one core. `wait_for_kernels` joins: a compile killed
+    half-way would leave torch's build lock behind."""
+    global _KERNELS
+    with _LOCK:
+        if _KERNELS is None:
+            _KERNELS = threading.Thread(target=_compile_kernels, name="perspect-plaid-kernels")
+            _KERNELS.start()
+
+
+def wait_for_kernels() -> None:
+    if _KERNELS is not None:
+        _KERNELS.join()
+
+
+def _compile_kernels() -> None:
+    setup_torch_extensions()
+    from pylate.indexes.stanford_nlp.indexing.codecs import residual
+    from pylate.indexes.stanford_nlp.modeling import colbert as maxsim
+    from pylate.indexes.stanford_nlp.search import index_storage, strided_tensor
+
+    modules = (residual, maxsim, index_storage, strided_tensor)
+    said = [m.print_message for m in modules]
+    try:
+        for m in modules:  # their "Loading ... extension" lines would land in our output
+            m.print_message = lambda *a, **k: None
+        residual.ResidualCodec.try_load_torch_extensions(False)
+        index_storage.IndexScorer.try_load_torch_extensions(False)
+        strided_tensor.StridedTensor.try_load_torch_extensions(False)
+        maxsim.try_load_torch_extensions(False)
+    except Exception:  # an early compile is an optimisation: first use retries
+        pass
+    finally:
+        for m, f in zip(modules, said, strict=True):
+            m.print_message = f
+
+
 def model_fingerprint(folder: str | Path) -> str:
     """Cheap identity of a saved model: size and mtime of its weight files, plus its manifest."""
     folder = Path(folder)
@@ -152,6 +195,7 @@ class ColBERTBackend(Backend):
                 hint="train one: perspect train --task colbert (or build with --retrievers bm25)",
             )
         folder.mkdir(parents=True, exist_ok=False)
+        compile_kernels_in_background()  # ready by the time the build's first search comes
         state = {
             "model": str(Path(cfg["model"]).resolve()),
             "model_fingerprint": model_fingerprint(cfg["model"]),
@@ -411,6 +455,9 @@ class ColBERTBackend(Backend):
 
     def count(self) -> int:
         return len(self._exact()) if self.mode == "exact" else len(self._mapping())
+
+    def commit(self) -> None:
+        wait_for_kernels()  # a build never ends with the compiler still running
 
     def close(self) -> None:
         self._plaid = None

@@ -170,3 +170,18 @@ def _dev_sample_f1(tmp_path: Path) -> dict[str, float]:
 # Two points under the shipped bundle's values on this sample when it was committed (T1 68.2,
 # T2 71.4, T3 57.8; T1 is higher than on the full pool: fewer distractors).
 FLOORS = {"T1": 66.2, "T2": 69.4, "T3": 55.8}
+
+
+@pytest.mark.skipif(
+    not (PERSPECTRUM / "perspective_pool_v1.0.json").is_file(),
+    reason="needs the PERSPECTRUM files in ../shared/data/perspectrum",
+)
+def test_make_models_finds_the_committed_bundle_up_to_date():
+    """A fresh clone resumes from what is committed: every step of the shipped recipe (the
+    Makefile's defaults) is recorded with the key of its inputs, so `make models` trains nothing."""
+    from perspect.lab import recipe
+
+    said: list[str] = []
+    outcomes = recipe.make(PERSPECTRUM, MODELS, recipe.steps(), dry_run=True, log=said.append)
+    assert [o.step for o in outcomes] == [s.name for s in recipe.steps()]
+    assert all("up to date" in line for line in said), said

@@ -546,7 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--dir", help="bundle folder (default: $PERSPECT_MODELS or models/)")
     mo.add_argument("--data", default=str(DEFAULT_DATA), help="make: PERSPECTRUM folder")
     mo.add_argument("--steps", help="make: only these steps (comma-separated; default: all)")
-    mo.add_argument("--stance-rounds", type=int, default=1, help="make: continue rounds")
+    mo.add_argument("--stance-rounds", type=int, default=3, help="make: stance rounds (continue)")
     mo.add_argument("--no-colbert", action="store_true", help="make: leave ColBERT out")
     mo.add_argument("--dry-run", action="store_true", help="make: say what would run")
     mo.add_argument("-q", "--quiet", action="store_true")

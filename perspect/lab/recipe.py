@@ -37,7 +37,7 @@ class Step:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def steps(stance_rounds: int = 1, colbert: bool = True) -> tuple[Step, ...]:
+def steps(stance_rounds: int = 3, colbert: bool = True) -> tuple[Step, ...]:
     """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
     every decision on an index of the bundle's own retrievers."""
