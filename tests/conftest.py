@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -129,6 +130,14 @@ def perspectrum_dir() -> Path:
 
 def perspect_cmd() -> list[str]:
     return [sys.executable, "-m", "perspect.cli"]
+
+
+def run_cli(*args: str, ok: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`perspect ARGS` in a new process; with `ok`, it must succeed."""
+    r = subprocess.run([*perspect_cmd(), *args], capture_output=True, text=True, timeout=timeout)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
 
 
 @pytest.fixture(scope="session")

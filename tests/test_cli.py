@@ -7,14 +7,9 @@ import subprocess
 
 import pytest
 
-from .conftest import PERSPECTIVES, perspect_cmd, write_json
+from .conftest import PERSPECTIVES, perspect_cmd, run_cli, write_json
 
-
-def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    r = subprocess.run([*perspect_cmd(), *args], capture_output=True, text=True, timeout=120)
-    if ok:
-        assert r.returncode == 0, r.stderr
-    return r
+run = run_cli
 
 
 def test_build_search_status_add_delete(pools, home, tmp_path):

@@ -14,7 +14,7 @@ from perspect.indexer.indexer import Indexer, Source
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import read_pool
 
-from .conftest import perspect_cmd, write_jsonl
+from .conftest import run_cli, write_jsonl
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
@@ -83,25 +83,10 @@ def test_full_pipeline_honours_k(tiny_index, tiny_pair_model):
 
 
 def test_cli_full_pipeline_k(tiny_index, tiny_pair_model):
-    out = subprocess.run(
-        [
-            *perspect_cmd(),
-            "search",
-            "school uniforms should be compulsory",
-            "--index",
-            "tiny",
-            "--home",
-            str(tiny_index),
-            "--model",
-            str(tiny_pair_model),
-            "--k",
-            "1",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_cli(
+        "search", "school uniforms should be compulsory", "--index", "tiny",
+        "--home", str(tiny_index), "--model", str(tiny_pair_model), "--k", "1", "--json",
+    )  # fmt: skip
     assert len(json.loads(out.stdout)["clusters"]) == 1
 
 
@@ -135,21 +120,10 @@ def test_search_on_read_only_media(read_only_copy, built, tiny_pair_model):
 
     ro = answers(read_only_copy)
     assert ro and ro == answers(built)
-    out = subprocess.run(
-        [
-            *perspect_cmd(),
-            "search",
-            "school uniforms bullying",
-            "--index",
-            "tiny",
-            "--home",
-            str(read_only_copy),
-            "--retrieval-only",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    out = run_cli(
+        "search", "school uniforms bullying", "--index", "tiny",
+        "--home", str(read_only_copy), "--retrieval-only", "--json", ok=False,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["hits"][0]["id"] == "3"
 
@@ -170,22 +144,10 @@ def test_disk_full_during_build_and_add(tmp_path, pools):
         big = tmp_path / "big.txt"
         big.write_text("\n".join(f"perspective {i} says something new" for i in range(40_000)))
         for op in ("add", "build"):
-            out = subprocess.run(
-                [
-                    *perspect_cmd(),
-                    "index",
-                    op,
-                    "--name",
-                    "live",
-                    "--home",
-                    str(home),
-                    "-q",
-                    "--perspectives",
-                    str(big),
-                ],
-                capture_output=True,
-                text=True,
-            )
+            out = run_cli(
+                "index", op, "--name", "live", "--home", str(home), "-q",
+                "--perspectives", str(big), ok=False,
+            )  # fmt: skip
             assert out.returncode == 2, out.stderr
             assert "no space left" in out.stderr and "Traceback" not in out.stderr
             versions = list((home / "live" / "versions").iterdir())
@@ -198,21 +160,9 @@ def test_disk_full_during_build_and_add(tmp_path, pools):
 
 
 def test_writing_to_a_read_only_home_is_one_line(read_only_copy, pools):
-    out = subprocess.run(
-        [
-            *perspect_cmd(),
-            "index",
-            "add",
-            "--name",
-            "tiny",
-            "--home",
-            str(read_only_copy),
-            "--perspectives",
-            str(pools["perspectives"]),
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    out = run_cli(
+        "index", "add", "--name", "tiny", "--home", str(read_only_copy),
+        "--perspectives", str(pools["perspectives"]), "-q", ok=False,
+    )  # fmt: skip
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "cannot write to" in out.stderr and "read-only" in out.stderr
