@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 # set TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu" to avoid a CUDA build.
 TORCH_PIP_ARGS ?=
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
+SHARED_CLAIMDIFF ?= ../shared/data/claimdiff
+SHARED_VITAMINC ?= ../shared/data/vitaminc
 CLAIM ?= animals should have lawful rights
 
 .PHONY: setup demo data models test lint
@@ -31,15 +33,17 @@ demo: setup data
 	$(BIN)/perspect index build --name default \
 	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
-	       [ -f $$f ] && echo "--evidence $$f" && break; done)
+	       [ -f $$f ] && echo "--evidence $$f" && break; done) \
+	  $$([ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl")
 	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
 
 # Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, three
-# stance rounds, equivalence cross-encoder, ColBERT, calibration. Each step skips itself when its
+# stance rounds, equivalence cross-encoder, ColBERT, calibration, ClaimDiff comparator. Each step skips itself when its
 # output already holds the result of the same inputs (data, base, recipe, the entries it reads),
 # so an interrupted run resumes; `perspect models make --dry-run` says what would run. About 2 h
 # 20 min on 2 CPU cores (measured: dense 16, pair 26, stance rounds 8 + 14 + 19, equivalence 17,
-# ColBERT 21, calibration 16); STEPS=pair,calibrate redoes only those. Needs the PERSPECTRUM files.
+# ColBERT 21, calibration 16, comparator 20); STEPS=pair,calibrate redoes only those. Needs the
+# PERSPECTRUM files (and ClaimDiff + VitaminC for the comparator: make data copies them).
 # COLBERT=0 leaves ColBERT out (and re-fits the decisions without it).
 STANCE_ROUNDS ?= 3
 STEPS ?=
@@ -55,6 +59,11 @@ data: setup
 	else \
 	  $(BIN)/perspect data fetch perspectrum; \
 	fi
+	@if [ -d "$(SHARED_CLAIMDIFF)" ]; then \
+	  $(BIN)/perspect data fetch claimdiff --from "$(SHARED_CLAIMDIFF)"; \
+	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): the demo index has no news"; fi
+	@if [ -d "$(SHARED_VITAMINC)" ]; then \
+	  $(BIN)/perspect data fetch vitaminc --from "$(SHARED_VITAMINC)"; fi
 
 test: setup
 	$(BIN)/ruff check .

@@ -14,6 +14,7 @@ floor (perspect.core).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -90,8 +91,25 @@ class Perspect:
         """The full pipeline; loads the models on first use (raises ModelError if missing)."""
         with self._lock:
             if self._engine is None:
-                self._engine = Engine(self._searcher, PairModel.load(self._model_dir), self._config)
+                self._engine = Engine(
+                    self._searcher,
+                    PairModel.load(self._model_dir),
+                    self._config,
+                    comparator=self._comparator(),
+                )
             return self._engine
+
+    def _comparator(self):
+        """The ClaimDiff comparator where the index has news to tie to the claim (else None: the
+        model is not loaded for nothing); a damaged one is an error, a missing one means no news."""
+        if not self._searcher.pools.get("news"):
+            return None
+        folder = paths.comparator_model()
+        if not (folder / bundle.MANIFEST).is_file() and not (folder / "manifest.json").is_file():
+            return None
+        from perspect.reranker.comparator import Comparator
+
+        return Comparator.load(folder)
 
     def search(
         self,
@@ -280,7 +298,7 @@ ENCODERS = {  # --task -> (trainer, default output folder, what it trains)
         "the equivalence cross-encoder",
     ),
 }
-TRAIN_TASKS = (*TASKS, "all", *ENCODERS, "calibrate", "average")
+TRAIN_TASKS = (*TASKS, "all", *ENCODERS, "calibrate", "average", "claimdiff")
 
 
 @dataclass(frozen=True)
@@ -307,6 +325,7 @@ def train(
     equivalence_model: str | None = None,
     train_layers: int | str | None = None,
     max_minutes: float | None = None,
+    vitaminc: str | Path | None = None,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
@@ -315,6 +334,8 @@ def train(
     overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
     rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
     reporter = reporter or NullReporter()
+    if task == "claimdiff":
+        return _train_comparator(data, out, base, profile, max_minutes, vitaminc, reporter, log)
     if task in ENCODERS:
         trainer, default_out, what = ENCODERS[task]
         out = Path(out) if out else default_out()
@@ -345,9 +366,58 @@ def train(
     return TrainResult(task, out, ", ".join(tasks), model.manifest)
 
 
-def _profile(name: str, train_layers: int | str | None, max_minutes: float | None):
-    import dataclasses
+def compare(
+    a: str | Path,
+    b: str | Path,
+    *,
+    config=None,
+    model_dir: str | Path | None = None,
+):
+    """Article A against article B, sentence by sentence (perspect.pipeline.compare): where A
+    strengthens B (agreement), where it weakens B (dispute), with the words that say so."""
+    from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
+    from perspect.reranker.comparator import Comparator
 
+    art_a, art_b = Article.read(a), Article.read(b)
+    comparator = Comparator.load(model_dir or paths.comparator_model())
+    dense_dir = paths.dense_model_dir()
+    if (dense_dir / bundle.MANIFEST).is_file():
+        enc_dir = bundle.resolve(dense_dir)
+    else:
+        enc_dir = Path(paths.resolve_base(None))
+    return compare_articles(art_a, art_b, comparator, SentenceEncoder(enc_dir), config)
+
+
+def evaluate_claimdiff(
+    data: str | Path = Path("data") / "claimdiff",
+    split: str = "dev",
+    model_dir: str | Path | None = None,
+):
+    """ClaimDiff scores of the comparator on `split` and on its document-like counterpart."""
+    from perspect.lab.claimdiff import evaluate_claimdiff as run
+
+    return run(model_dir or paths.comparator_model(), data, split)
+
+
+def _train_comparator(data, out, base, profile, max_minutes, vitaminc, reporter, log):
+    from perspect.lab import claimdiff
+
+    if profile not in claimdiff.PROFILES:
+        raise PerspectError(
+            f"the comparator has no {profile!r} profile", hint="--profile quick or full"
+        )
+    if vitaminc is None:
+        default = Path("data") / "vitaminc" / "vitaminc_real_shared.jsonl"
+        vitaminc = default if default.is_file() else None
+    prof = claimdiff.resolve_profile(profile, max_minutes=max_minutes)
+    out = Path(out or paths.comparator_model())
+    m = claimdiff.train_comparator(
+        data, out, vitaminc=vitaminc, base=base, profile=prof, reporter=reporter, log=log
+    )
+    return TrainResult("claimdiff", out, "the ClaimDiff comparator", m)
+
+
+def _profile(name: str, train_layers: int | str | None, max_minutes: float | None):
     prof = PROFILES[name]
     if train_layers == "all":
         prof = dataclasses.replace(prof, train_layers=None, lr=prof.lr / 2)
@@ -386,12 +456,27 @@ def make_models(
     only: Sequence[str] = (),
     stance_rounds: int = 3,
     colbert: bool = True,
+    comparator: bool = True,
+    claimdiff: str | Path | None = None,
+    vitaminc: str | Path | None = None,
     dry_run: bool = False,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
 ) -> list[recipe.Outcome]:
     """`make models`: every bundle step whose inputs changed (or that never ran), in order."""
-    steps = recipe.steps(stance_rounds, colbert)
+    steps = recipe.steps(stance_rounds, colbert, comparator)
+    other = recipe.OtherData()
+    if claimdiff:
+        other = dataclasses.replace(other, claimdiff=Path(claimdiff))
+    if vitaminc:
+        other = dataclasses.replace(other, vitaminc=Path(vitaminc))
     return recipe.make(
-        data, models_dir(folder), steps, only, reporter=reporter, log=log, dry_run=dry_run
+        data,
+        models_dir(folder),
+        steps,
+        only,
+        reporter=reporter,
+        log=log,
+        dry_run=dry_run,
+        other=other,
     )

@@ -53,5 +53,14 @@ def test_unknown_step_is_refused(tiny_perspectrum, tmp_path):
 
 def test_the_shipped_recipe_orders_its_steps():
     names = [s.name for s in recipe.steps(stance_rounds=2)]
-    assert names == ["dense", "pair", "stance-1", "stance-2", "equivalence", "colbert", "calibrate"]
-    assert [s.name for s in recipe.steps(colbert=False)][-1] == "calibrate"
+    assert names == [
+        "dense",
+        "pair",
+        "stance-1",
+        "stance-2",
+        "equivalence",
+        "colbert",
+        "calibrate",
+        "comparator",
+    ]
+    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-1] == "calibrate"

@@ -26,6 +26,7 @@ from perspect.tui.widgets.cluster_item import ClusterItem
 from perspect.tui.widgets.coverage_bar import CoverageBar
 from perspect.tui.widgets.detail_screen import DetailScreen
 from perspect.tui.widgets.help_screen import HelpScreen
+from perspect.tui.widgets.news_panel import NewsPanel
 from perspect.tui.widgets.side_column import SideColumn
 
 
@@ -68,6 +69,7 @@ class PerspectApp(App[None]):
         with Horizontal(id="sides"):
             yield SideColumn("Support", "support", id="support")
             yield SideColumn("Oppose", "oppose", id="oppose")
+        yield NewsPanel(id="news")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -88,6 +90,7 @@ class PerspectApp(App[None]):
         )
         self._status(f"index [b]{lit(self.index_name)}[/]: {pools}{note}")
         self.query_one(ClaimInput).focus()
+        self.query_one(NewsPanel).display = False
 
     def _status(self, markup: str) -> None:
         self.query_one("#status", Static).update(markup)
@@ -153,6 +156,9 @@ class PerspectApp(App[None]):
             await self.query_one("#support", SideColumn).show(res.side("support"))
             await self.query_one("#oppose", SideColumn).show(res.side("oppose"))
         self.query_one(CoverageBar).show(res.coverage)
+        self.query_one(NewsPanel).show(
+            res.news, {c.representative.id: c.representative.text for c in res.clusters}
+        )
         self.query_one(ProgressBar).update(progress=1.0)
         took = f" in {res.took_ms:.0f} ms" if self.show_timings else ""
         n = len(res.clusters)
@@ -173,7 +179,8 @@ class PerspectApp(App[None]):
     # -- actions ---------------------------------------------------------------------------------
     def on_list_view_selected(self, event: ListView.Selected) -> None:
         if isinstance(event.item, ClusterItem):
-            self.push_screen(DetailScreen(event.item.cluster))
+            news = self.result.news_for(event.item.cluster) if self.result else ()
+            self.push_screen(DetailScreen(event.item.cluster, news))
 
     def action_cancel(self) -> None:
         """Cancelled at once on screen: the worker may still be loading the models (seconds, not

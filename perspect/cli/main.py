@@ -21,11 +21,12 @@ def _console(stderr: bool = False):
 
 # -- data --------------------------------------------------------------------------------------
 def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from perspect.core.data import fetch_perspectrum
+    from perspect.core.data import fetch_local, fetch_perspectrum
 
-    if args.dataset != "perspectrum":
-        raise PerspectError(f"unknown dataset {args.dataset!r}", hint="known: perspectrum")
-    files = fetch_perspectrum(args.dest, args.source)
+    if args.dataset == "perspectrum":
+        files = fetch_perspectrum(args.dest, args.source)
+    else:
+        files = fetch_local(args.dataset, args.source, args.dest)
     for f in files:
         _console().print(f"[green]✓[/] {literal(f)} ({f.stat().st_size:,} bytes)")
     return 0
@@ -211,6 +212,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 # -- models ------------------------------------------------------------------------------------
 DEFAULT_DATA = Path("data") / "perspectrum"
+DEFAULT_CLAIMDIFF = Path("data") / "claimdiff"
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -220,8 +222,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     with RichReporter(quiet=args.quiet) as rep:
         r = api.train(
             args.task,
-            args.data,
+            args.data or (DEFAULT_CLAIMDIFF if args.task == "claimdiff" else DEFAULT_DATA),
             args.out,
+            vitaminc=args.vitaminc,
             base=args.base,
             profile=args.profile,
             init=args.init,
@@ -250,6 +253,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"[green]✓[/] trained {r.what} in {m['total_seconds']:.0f} s "
             f"({m['training']['steps']} steps) → {r.out}"
         )
+    elif args.task == "claimdiff":
+        d = m["dev_metrics"]["dev"]
+        _console().print(
+            f"[green]✓[/] trained {r.what} in {m['total_seconds']:.0f} s → {r.out}\n"
+            f"  dev: -S F1 {d['S']['f1']:.1f} AUROC {d['S']['auroc']:.3f} · -W F1 "
+            f"{d['W']['f1']:.1f} AUROC {d['W']['auroc']:.3f} · rationale token F1 "
+            f"{d['rationale']['token_f1']:.1f}"
+        )
     else:
         _console().print(f"[green]✓[/] trained {r.what} in {m['total_seconds']:.0f} s → {r.out}")
         _console().print(f"  thresholds: {m['thresholds']}")
@@ -265,6 +276,54 @@ def _layers(value: str | None) -> int | str | None:
         return int(value)
     except ValueError:
         raise PerspectError(f"--train-layers takes a number or 'all', got {value!r}") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from perspect import api
+    from perspect.core.render import highlight
+
+    res = api.compare(args.a, args.b, model_dir=args.model)
+    if args.json:
+        print(json_text(res.to_json()))
+        return 0
+    con = _console()
+    con.print(
+        f"[bold]A[/] {literal(res.a.title)} ({len(res.a.sentences)} sentences)  →  "
+        f"[bold]B[/] {literal(res.b.title)} ({len(res.b.sentences)} sentences)"
+    )
+    con.print(
+        f"A strengthens B in {100 * res.share('strengthens'):.0f}% of its sentences, weakens it "
+        f"in {100 * res.share('weakens'):.0f}% ({res.candidates} related pairs compared, "
+        f"{res.took_ms / 1000:.1f} s)"
+    )
+    for verb, title, colour in (
+        ("strengthens", "Points of agreement (A strengthens B)", "green"),
+        ("weakens", "Points of dispute (A weakens B)", "red"),
+    ):
+        links = [x for x in res.links if x.relation == verb]
+        if not links:
+            con.print(f"[{colour}]{title}:[/] none")
+            continue
+        t = Table(title=title, title_style=f"bold {colour}", show_lines=True)
+        t.add_column("p", justify="right")
+        t.add_column("A (rationale highlighted)")
+        t.add_column("B")
+        for x in links:
+            t.add_row(
+                f"{x.probability:.2f}",
+                highlight(res.a.sentences[x.a], x.rationale, "bold underline"),
+                literal(res.b.sentences[x.b]),
+            )
+        con.print(t)
+    return 0
+
+
+def cmd_eval_claimdiff(args: argparse.Namespace) -> int:
+    from perspect.cli.eval import run_eval_claimdiff
+
+    return run_eval_claimdiff(args)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -288,6 +347,9 @@ def cmd_models(args: argparse.Namespace) -> int:
                 only=[s for s in (args.steps or "").split(",") if s],
                 stance_rounds=args.stance_rounds,
                 colbert=not args.no_colbert,
+                comparator=not args.no_comparator,
+                claimdiff=args.claimdiff,
+                vitaminc=args.vitaminc,
                 dry_run=args.dry_run,
                 reporter=rep,
                 log=lambda msg: _console(stderr=True).print(literal(msg)),
@@ -380,8 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="fetch datasets").add_subparsers(dest="sub", required=True)
     f = data.add_parser("fetch", help="download a dataset (or copy it with --from)")
-    f.add_argument("dataset", choices=["perspectrum"])
-    f.add_argument("--dest", help="target folder (default: data/perspectrum)")
+    f.add_argument("dataset", choices=["perspectrum", "claimdiff", "vitaminc"])
+    f.add_argument("--dest", help="target folder (default: data/<dataset>)")
     f.add_argument("--from", dest="source", metavar="DIR", help="copy from a local folder instead")
     f.set_defaults(func=cmd_data_fetch)
 
@@ -456,8 +518,10 @@ def build_parser() -> argparse.ArgumentParser:
             "equivalence-ce",
             "calibrate",
             "average",
+            "claimdiff",
         ],
-        help="calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
+        help="claimdiff: the ClaimDiff comparator (--data: a ClaimDiff folder, default "
+        "data/claimdiff; --vitaminc FILE for its intermediate phase); calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
         "held-out train claims, without training; average: write the weight average of --models "
         "to --out",
     )
@@ -498,7 +562,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="go on training this saved pair model (e.g. --profile continue --init models/pair: "
         "more stance passes; the model is written to --out)",
     )
-    t.add_argument("--data", default=str(DEFAULT_DATA), help="folder with the PERSPECTRUM files")
+    t.add_argument(
+        "--data",
+        default=None,
+        help="folder with the PERSPECTRUM files (default: data/perspectrum; claimdiff: "
+        "data/claimdiff)",
+    )
+    t.add_argument(
+        "--vitaminc",
+        metavar="FILE",
+        default=None,
+        help="claimdiff: VitaminC pairs for the intermediate phase (default: "
+        "data/vitaminc/vitaminc_real_shared.jsonl when present)",
+    )
     t.add_argument(
         "--out",
         default=None,
@@ -541,6 +617,22 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("-q", "--quiet", action="store_true")
     ep.set_defaults(func=cmd_eval)
 
+    ec = e.add_parser("claimdiff", help="ClaimDiff -S / -W and rationales (Ko et al. 2023)")
+    ec.add_argument(
+        "--data", default=str(DEFAULT_CLAIMDIFF), help="ClaimDiff folder (upstream names)"
+    )
+    ec.add_argument(
+        "--split",
+        default="dev",
+        choices=["dev", "test"],
+        help="dev: carved from train by topic (perspect.core.claimdiff); test: upstream's",
+    )
+    ec.add_argument("--model", default=None, help="comparator folder (default: models/comparator)")
+    ec.add_argument("--reference", default=None, metavar="FILE", help="the paper's rows (JSON)")
+    ec.add_argument("--json", action="store_true")
+    ec.add_argument("-q", "--quiet", action="store_true")
+    ec.set_defaults(func=cmd_eval_claimdiff)
+
     mo = sub.add_parser("models", help="list the model bundle (models/) or verify its checksums")
     mo.add_argument("action", nargs="?", default="list", choices=["list", "verify", "make"])
     mo.add_argument("--dir", help="bundle folder (default: $PERSPECT_MODELS or models/)")
@@ -548,10 +640,27 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--steps", help="make: only these steps (comma-separated; default: all)")
     mo.add_argument("--stance-rounds", type=int, default=3, help="make: stance rounds (continue)")
     mo.add_argument("--no-colbert", action="store_true", help="make: leave ColBERT out")
+    mo.add_argument(
+        "--no-comparator", action="store_true", help="make: leave the ClaimDiff comparator out"
+    )
+    mo.add_argument("--claimdiff", help="make: ClaimDiff folder (default: data/claimdiff)")
+    mo.add_argument(
+        "--vitaminc",
+        help="make: VitaminC pairs (default: data/vitaminc/vitaminc_real_shared.jsonl)",
+    )
     mo.add_argument("--dry-run", action="store_true", help="make: say what would run")
     mo.add_argument("-q", "--quiet", action="store_true")
     mo.add_argument("--json", action="store_true")
     mo.set_defaults(func=cmd_models)
+
+    c = sub.add_parser(
+        "compare", help="compare two articles point by point (where A strengthens or weakens B)"
+    )
+    c.add_argument("a", help="article A: .txt / .md (a leading '# title'), or a JSON(L) record")
+    c.add_argument("b", help="article B")
+    c.add_argument("--model", default=None, help="comparator folder (default: models/comparator)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_compare)
 
     u = sub.add_parser("tui", help="the interactive terminal UI")
     u.add_argument("--index", default="default")

@@ -86,3 +86,63 @@ def fetch_perspectrum(
         os.replace(tmp, dest / name)
         written.append(dest / name)
     return written
+
+
+# ClaimDiff (Ko et al. 2023) and VitaminC (Schuster et al. 2021): copied from a local folder in
+# their upstream layout; train files only (their test splits are held out, never fetched).
+CLAIMDIFF_FILES = (
+    "ClaimDiff-S/ClaimDiff-strength-train.json",
+    "ClaimDiff-W/ClaimDiff-weak-train.json",
+    "annotation_result_unfiltered_train.json",
+)
+VITAMINC_FILES = ("vitaminc_real_shared.jsonl",)
+OTHER_DATASETS = {"claimdiff": CLAIMDIFF_FILES, "vitaminc": VITAMINC_FILES}
+
+
+def fetch_local(dataset: str, source: str | Path | None, dest: str | Path | None) -> list[Path]:
+    """Copy `dataset`'s files from `source` (its upstream layout) into `dest` (data/<dataset>)."""
+    if dataset not in OTHER_DATASETS:
+        raise PerspectError(
+            f"unknown dataset {dataset!r}", hint="known: perspectrum, claimdiff, vitaminc"
+        )
+    if source is None:
+        raise PerspectError(
+            f"{dataset} is copied from a local folder",
+            hint=f"perspect data fetch {dataset} --from DIR",
+        )
+    src, dest = Path(source), Path(dest or Path("data") / dataset)
+    if not src.is_dir():
+        raise PerspectError(f"--from {src}: no such folder")
+    written = []
+    for name in OTHER_DATASETS[dataset]:
+        if not (src / name).is_file():
+            continue
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        tmp = (dest / name).with_name(f".{Path(name).name}.part")
+        shutil.copyfile(src / name, tmp)
+        if name.endswith(".json"):
+            _check_json(tmp, str(src / name))
+        os.replace(tmp, dest / name)
+        written.append(dest / name)
+    if not written:
+        raise PerspectError(f"--from {src}: none of {', '.join(OTHER_DATASETS[dataset])}")
+    if dataset == "claimdiff":
+        written.append(write_claimdiff_news(dest))
+    return written
+
+
+CLAIMDIFF_NEWS = "claimdiff_train_articles.jsonl"
+
+
+def write_claimdiff_news(folder: Path) -> Path:
+    """A demo news pool (`--news data/claimdiff/claimdiff_train_articles.jsonl`): ClaimDiff train's
+    sentences regrouped into their articles (perspect.core.claimdiff.articles)."""
+    from perspect.core.claimdiff import articles
+
+    out = folder / CLAIMDIFF_NEWS
+    tmp = out.with_name(f".{out.name}.part")
+    with tmp.open("w", encoding="utf-8") as f:
+        for a in articles(folder):
+            f.write(json.dumps(a, ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+    return out

@@ -68,6 +68,11 @@ def equivalence_model() -> Path:
     return models_dir() / "equivalence"
 
 
+def comparator_model() -> Path:
+    """`$PERSPECT_COMPARATOR`, else the bundle's ClaimDiff comparator."""
+    return Path(os.environ.get("PERSPECT_COMPARATOR") or models_dir() / "comparator")
+
+
 def onnx_cache() -> Path:
     """ONNX graphs of models Perspect does not own (`$PERSPECT_ONNX_CACHE` overrides)."""
     return Path(os.environ.get("PERSPECT_ONNX_CACHE") or cache_dir() / "onnx")

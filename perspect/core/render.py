@@ -45,6 +45,29 @@ def literal(text: object) -> str:
     return escape(plain(text))
 
 
+def highlight(text: str, spans, style: str = "bold underline") -> str:
+    """Rich markup of `text` with the character `spans` styled (rationale words), safely escaped."""
+    out, at = [], 0
+    for s, e in sorted(spans):
+        if s < at:
+            continue
+        out.append(literal(text[at:s]))
+        out.append(f"[{style}]{literal(text[s:e])}[/]")
+        at = e
+    out.append(literal(text[at:]))
+    return "".join(out)
+
+
+def news_line(n) -> str:
+    """One news sentence for a terminal: relation, outlet/date, text with its rationale marked."""
+    colour = "green" if n.relation == "strengthens" else "red"
+    src = " · ".join(str(x) for x in (n.metadata.get("outlet"), n.metadata.get("date")) if x)
+    head = f"[{colour}]{n.relation} ({n.probability:.2f})[/]" + (
+        f" [dim]{literal(src)}[/]" if src else ""
+    )
+    return f"{head}  {highlight(n.text, n.rationale)}"
+
+
 def bar(value: float, width: int = 10) -> str:
     """A text strength bar: value in [0.5, 1] maps to empty..full (0.5 means undecided)."""
     filled = round(max(0.0, min(1.0, (value - 0.5) * 2)) * width)
@@ -80,6 +103,15 @@ def to_markdown(res: SearchResult) -> str:
             out += _cluster_md(i, c)
         if not side:
             out.append("_none found_")
+    if res.news:
+        out += ["", "## News", ""]
+        for n in res.news:
+            src = ", ".join(str(x) for x in (n.metadata.get("outlet"), n.metadata.get("date")) if x)
+            words = "; ".join(plain(w) for w in n.rationale_words)
+            out.append(
+                f"- {n.relation} ({n.probability:.2f}){f' [{plain(src)}]' if src else ''}: "
+                f"{plain(n.text)}" + (f" — rationale: _{words}_" if words else "")
+            )
     if not res.clusters and res.hits:
         out += ["", "## Retrieved (no models)", ""]
         out += [f"{h.rank}. {h.text} (`{h.id}`, {h.score:.2f})" for h in res.hits]
@@ -120,3 +152,9 @@ def print_result(res: SearchResult) -> None:
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))
+    if res.news:
+        t = Table(show_header=False, box=None, expand=True)
+        t.add_column(ratio=1)
+        for n in res.news:
+            t.add_row(news_line(n))
+        con.print(Panel(t, title=f"News ({len(res.news)})", border_style="blue"))

@@ -92,6 +92,44 @@ class PerspectiveCluster:
 
 
 @dataclass(frozen=True)
+class NewsItem(FrozenMetadata):
+    """A news sentence that strengthens or weakens the claim (the ClaimDiff comparator, sentence
+    -> claim), with the words that carry it and the perspective cluster it bears on most."""
+
+    id: str
+    text: str
+    relation: str  # "strengthens" or "weakens" (the claim)
+    probability: float  # P(that relation), sentence -> claim
+    rationale: tuple[tuple[int, int], ...]  # character spans of `text`
+    cluster: str | None = None  # representative id of the cluster it bears on most, if any
+    cluster_relation: str | None = None  # "strengthens" / "weakens" (that cluster)
+    cluster_probability: float = 0.0
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # outlet, date, title, article_id
+
+    @property
+    def rationale_words(self) -> tuple[str, ...]:
+        return tuple(self.text[s:e] for s, e in self.rationale)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "relation": self.relation,
+            "probability": round(self.probability, 4),
+            "rationale": [
+                {"start": s, "end": e, "text": self.text[s:e]} for s, e in self.rationale
+            ],
+            "cluster": self.cluster,
+            "cluster_relation": self.cluster_relation,
+            "cluster_probability": round(self.cluster_probability, 4),
+            "outlet": self.metadata.get("outlet"),
+            "date": self.metadata.get("date"),
+            "title": self.metadata.get("title"),
+            "article_id": self.metadata.get("article_id"),
+        }
+
+
+@dataclass(frozen=True)
 class Coverage:
     support: int
     oppose: int
@@ -111,12 +149,16 @@ class SearchResult:
     hits: tuple[Hit, ...]  # the retrieval candidates the models judged
     took_ms: float
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    news: tuple[NewsItem, ...] = ()  # related news sentences, strongest first (a news pool only)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timings_ms", _frozen_map(self.timings_ms))
 
     def side(self, stance: str) -> tuple[PerspectiveCluster, ...]:
         return tuple(c for c in self.clusters if c.stance == stance)
+
+    def news_for(self, cluster: PerspectiveCluster) -> tuple[NewsItem, ...]:
+        return tuple(n for n in self.news if n.cluster == cluster.representative.id)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +167,7 @@ class SearchResult:
             "coverage": self.coverage.to_json(),
             "clusters": [c.to_json() for c in self.clusters],
             "hits": [h.to_json() for h in self.hits],
+            "news": [n.to_json() for n in self.news],
             "took_ms": round(self.took_ms, 2),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
         }

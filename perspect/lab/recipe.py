@@ -37,10 +37,13 @@ class Step:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def steps(stance_rounds: int = 3, colbert: bool = True) -> tuple[Step, ...]:
+def steps(
+    stance_rounds: int = 3, colbert: bool = True, comparator: bool = True
+) -> tuple[Step, ...]:
     """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
-    every decision on an index of the bundle's own retrievers."""
+    every decision on an index of the bundle's own retrievers. The ClaimDiff comparator trains
+    on its own data (ClaimDiff, VitaminC), last."""
     out = [
         Step("dense", "dense", "dense"),
         Step("pair", "all", "pair", reads=("dense",)),
@@ -54,7 +57,35 @@ def steps(stance_rounds: int = 3, colbert: bool = True) -> tuple[Step, ...]:
         out.append(Step("colbert", "colbert", "colbert"))
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()))
     out.append(Step("calibrate", "calibrate", "pair", reads=reads))
+    if comparator:
+        out.append(Step("comparator", "claimdiff", "comparator"))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class OtherData:
+    """Where the steps that do not train on PERSPECTRUM find their data."""
+
+    claimdiff: Path = Path("data") / "claimdiff"
+    vitaminc: Path | None = Path("data") / "vitaminc" / "vitaminc_real_shared.jsonl"
+
+    def fingerprints(self) -> list[dict] | None:
+        """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
+        from perspect.core import claimdiff
+
+        got = claimdiff.data_fingerprints(self.claimdiff)
+        if len(got) < 2:
+            return None
+        if self.vitaminc is not None and Path(self.vitaminc).is_file():
+            v = Path(self.vitaminc)
+            got.append(
+                {
+                    "file": v.name,
+                    "size": v.stat().st_size,
+                    "sha256": hashlib.sha256(v.read_bytes()).hexdigest(),
+                }
+            )
+        return got
 
 
 @dataclass(frozen=True)
@@ -102,8 +133,10 @@ def make(
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
     dry_run: bool = False,
+    other: OtherData | None = None,
 ) -> list[Outcome]:
     """Run the recipe's steps that are not done yet (all, or those named in `only`)."""
+    other = other or OtherData()
     data, root = Path(data), Path(root or paths.models_dir())
     recipe = tuple(recipe or steps())
     unknown = set(only) - {s.name for s in recipe}
@@ -115,7 +148,17 @@ def make(
     data_sha = data_fingerprints(data)
     out = []
     for step in recipe:
-        key = inputs_key(step, data, root, before.get(step.writes, ""), base, data_sha)
+        sha = data_sha
+        if step.task == "claimdiff":
+            sha = other.fingerprints()
+            if sha is None:
+                log(
+                    f"{step.name}: no ClaimDiff data in {other.claimdiff}, skipped (perspect data "
+                    "fetch claimdiff --from DIR)"
+                )
+                out.append(Outcome(step.name, False, ""))
+                continue
+        key = inputs_key(step, data, root, before.get(step.writes, ""), base, sha)
         before[step.writes] = key
         folder = root / step.writes
         if any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder)):
@@ -132,7 +175,7 @@ def make(
             continue
         log(f"{step.name}: running ({step.task}, profile {step.profile}) -> {folder}")
         t0 = time.perf_counter()
-        _run(step, data, root, folder, base, reporter, log)
+        _run(step, data, root, folder, base, reporter, log, other)
         record_step(folder, step.name, key, time.perf_counter() - t0)
         out.append(Outcome(step.name, True, key, time.perf_counter() - t0))
     return out
@@ -149,7 +192,21 @@ def record_step(folder: Path, name: str, key: str, seconds: float) -> None:
     tmp.replace(f)
 
 
-def _run(step, data, root, folder, base, reporter, log) -> None:
+def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> None:
+    if step.task == "claimdiff":
+        from perspect.lab.claimdiff import train_comparator
+
+        vit = other.vitaminc if other.vitaminc and Path(other.vitaminc).is_file() else None
+        train_comparator(
+            other.claimdiff,
+            folder,
+            vitaminc=vit,
+            base=base,
+            profile=step.profile,
+            reporter=reporter,
+            log=log,
+        )
+        return
     if step.task in ("dense", "equivalence-ce", "colbert"):
         trainer = {
             "dense": training.train_dense,

@@ -35,9 +35,17 @@ import numpy as np
 from perspect.core.decisions import Decisions
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.links import RRF_K, Link
-from perspect.core.result import Coverage, EvidenceItem, Member, PerspectiveCluster, SearchResult
+from perspect.core.result import (
+    Coverage,
+    EvidenceItem,
+    Member,
+    NewsItem,
+    PerspectiveCluster,
+    SearchResult,
+)
 from perspect.core.stack import Stack, logit
 from perspect.core.types import Hit, Query, validate_claim
+from perspect.reranker.comparator import Comparator, Relation
 from perspect.reranker.equivalence_ce import load_for
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
@@ -69,6 +77,11 @@ class EngineConfig:
     # perspectives (both orders, margin .6), T3 over clusters: all 70.0 (p95 571 pairs per
     # claim), 96: 68.0, 48: 66.9, 32: 65.6.
     equivalence_ce_max_pairs: int | None = None
+    # news (an index with a news pool and a comparator): sentences retrieved for the claim and
+    # compared sentence -> claim; those related are compared with the top clusters too
+    news_candidates: int = 24
+    news_max: int = 8
+    news_clusters: int = 6
 
 
 def check_k(k: int | None, default: int) -> int:
@@ -87,9 +100,12 @@ class Engine:
         model: PairModel,
         config: EngineConfig | None = None,
         decisions: Decisions | None = None,
+        comparator: Comparator | None = None,
     ):
-        """`decisions`: the fitted cuts and stacks; by default those saved with the model."""
+        """`decisions`: the fitted cuts and stacks; by default those saved with the model.
+        `comparator`: the ClaimDiff model that ties news sentences to the claim (None: no news)."""
         self.searcher = searcher
+        self.comparator = comparator
         self.config = config or EngineConfig()
         if self.config.quantize:
             self.model = model.quantized()
@@ -379,6 +395,10 @@ class Engine:
         clusters = self._with_evidence(clusters)
         t = step("evidence", 0.95, t)
 
+        news = self.news(claim, clusters[: cfg.news_clusters])
+        if self.comparator is not None and "news" in self.searcher.pools:
+            t = step("news", 0.98, t)
+
         ordered = _interleave(clusters)
         n_sup = sum(1 for c in ordered if c.stance == "support")
         n_opp = len(ordered) - n_sup
@@ -390,7 +410,55 @@ class Engine:
             hits=tuple(hits),
             took_ms=(time.perf_counter() - t0) * 1000,
             timings_ms=timings,
+            news=tuple(news),
         )
+
+    def news(self, claim: str, clusters: Sequence[PerspectiveCluster]) -> list[NewsItem]:
+        """News sentences that strengthen or weaken the claim, strongest first: retrieved (RRF
+        over the index's retrievers), then judged sentence -> claim by the comparator under its
+        thresholds for document-like streams (most retrieved sentences bear on nothing, and
+        then none is shown). Each kept one is also compared with the top clusters' phrasings."""
+        cmp = self.comparator
+        if cmp is None or not self.searcher.pools.get("news"):
+            return []
+        cfg = self.config
+        runs, _ = self.searcher.runs(claim, "news", max(cfg.news_candidates, cfg.fusion_depth))
+        scored = rrf(runs, k=cfg.rrf_k, limit=cfg.news_candidates)
+        t0 = time.perf_counter()
+        kind = self.searcher.default_retriever
+        hits = self.searcher.hits(claim, "news", kind, scored, t0).hits
+        if not hits:
+            return []
+        rel = cmp.compare([(h.text, claim) for h in hits], setting="doc")
+        kept = [(h, r) for h, r in zip(hits, rel, strict=True) if r.relation != "neither"]
+        kept.sort(key=lambda x: -_p(x[1]))
+        kept = kept[: cfg.news_max]
+        reps = [c.representative for c in clusters]
+        per = len(reps)
+        against = (
+            cmp.compare([(h.text, m.text) for h, _ in kept for m in reps], setting="doc")
+            if per
+            else []
+        )
+        out = []
+        for i, (h, r) in enumerate(kept):
+            mine = against[i * per : (i + 1) * per]
+            best = max(range(per), key=lambda j: _p(mine[j]), default=None)
+            related = best is not None and mine[best].relation != "neither"
+            out.append(
+                NewsItem(
+                    h.id,
+                    h.text,
+                    _VERB[r.relation],
+                    _p(r),
+                    r.rationale,
+                    reps[best].id if related else None,
+                    _VERB[mine[best].relation] if related else None,
+                    _p(mine[best]) if related else 0.0,
+                    h.metadata,
+                )
+            )
+        return out
 
     def _cluster(self, query: Query, members: list[Member]) -> list[PerspectiveCluster]:
         """Complete-link agglomeration of the kept perspectives (every pair in a cluster must pass
@@ -563,6 +631,18 @@ def _at_most(need: np.ndarray, stack: Stack, feats: dict[str, np.ndarray], cap: 
     out = np.zeros_like(need)
     out[order[:cap]] = True
     return out & need
+
+
+_VERB = {"strengthen": "strengthens", "weaken": "weakens"}
+
+
+def _p(r: Relation) -> float:
+    """P(the relation decided), or the larger of the two for "neither"."""
+    if r.relation == "strengthen":
+        return r.strengthen
+    if r.relation == "weaken":
+        return r.weaken
+    return max(r.strengthen, r.weaken)
 
 
 def _interleave(clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:

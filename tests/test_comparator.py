@@ -1,0 +1,251 @@
+"""The ClaimDiff comparator's mechanics with tiny models the tests make: direction, rationale spans,
+the split and mix of the data, training and evaluation end to end on a hand-written ClaimDiff
+folder, and the saved entry's round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perspect.core import claimdiff as cd
+from perspect.lab import claimdiff as lab
+from perspect.reranker.comparator import Comparator, rationale_spans
+from tests.conftest import run_cli
+
+# (topic, article A, article B, claim A, claim B, S, W, rationale)
+PAIRS = [
+    (
+        "Minimum wage",
+        "Wage hike passes",
+        "Wage debate",
+        "The raise lifted pay for two million workers.",
+        "Higher minimum wages help low-paid workers.",
+        1,
+        0,
+        ["lifted pay for two million workers"],
+    ),
+    (
+        "Minimum wage",
+        "Wage hike passes",
+        "Wage debate",
+        "Small firms cut hours after the raise.",
+        "Higher minimum wages help low-paid workers.",
+        0,
+        1,
+        ["cut hours"],
+    ),
+    (
+        "Minimum wage",
+        "Wage hike passes",
+        "Wage debate",
+        "The vote took place on Tuesday.",
+        "Economists met in Boston last spring.",
+        0,
+        0,
+        [],
+    ),
+    (
+        "Mars mission",
+        "Rover lands",
+        "Space budget",
+        "The rover found traces of ancient water.",
+        "Mars may once have hosted life.",
+        1,
+        0,
+        ["traces of ancient water"],
+    ),
+    (
+        "Mars mission",
+        "Rover lands",
+        "Space budget",
+        "The sample showed no organic molecules.",
+        "Mars may once have hosted life.",
+        0,
+        1,
+        ["no organic molecules"],
+    ),
+    (
+        "Mars mission",
+        "Rover lands",
+        "Space budget",
+        "Engineers celebrated in Pasadena.",
+        "Congress debated the budget for months.",
+        0,
+        0,
+        [],
+    ),
+    (
+        "Bridge repair",
+        "Bridge reopens",
+        "Traffic woes",
+        "The repaired bridge carries twice the load.",
+        "The bridge is now safer.",
+        1,
+        0,
+        ["carries twice the load"],
+    ),
+    (
+        "Bridge repair",
+        "Bridge reopens",
+        "Traffic woes",
+        "Inspectors found new cracks in March.",
+        "The bridge is now safer.",
+        0,
+        1,
+        ["new cracks"],
+    ),
+]
+
+
+def write_claimdiff(folder: Path, copies: int = 3) -> Path:
+    s, w = [], []
+    for k in range(copies):  # topics repeated under new names: enough topics for every split
+        for i, (topic, aa, ab, ca, cb, sv, wv, rat) in enumerate(PAIRS):
+            base = {
+                "topic": f"{topic} {k}",
+                "date": "2024-01-0" + str(1 + i % 9),
+                "pair_id": f"p{k}-{i}",
+                "claim_a": ca,
+                "claim_b": cb,
+                "article_a": f"{aa} {k}",
+                "article_b": f"{ab} {k}",
+            }
+            s.append({**base, "relation": sv, "rationale": rat if sv else []})
+            w.append({**base, "relation": wv, "rationale": rat if wv else []})
+    (folder / "ClaimDiff-S").mkdir(parents=True)
+    (folder / "ClaimDiff-W").mkdir(parents=True)
+    (folder / cd.S_FILE.format(split="train")).write_text(json.dumps({"data": s}))
+    (folder / cd.W_FILE.format(split="train")).write_text(json.dumps({"data": w}))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_claimdiff(tmp_path_factory) -> Path:
+    return write_claimdiff(tmp_path_factory.mktemp("claimdiff"))
+
+
+def test_splits_are_disjoint_by_topic_and_cover_train(tiny_claimdiff):
+    parts = {s: cd.load_pairs(tiny_claimdiff, s) for s in ("fit", "tune", "dev")}
+    topics = {s: {p.topic for p in ps} for s, ps in parts.items()}
+    assert not (topics["fit"] & topics["tune"]) and not (topics["fit"] & topics["dev"])
+    assert not (topics["tune"] & topics["dev"])
+    assert sum(len(p) for p in parts.values()) == len(cd.load_pairs(tiny_claimdiff, "train"))
+    assert all(parts.values())
+    rel = {p.pair_id: p.relation for p in cd.load_pairs(tiny_claimdiff, "train")}
+    assert rel["p0-0"] == "strengthen" and rel["p0-1"] == "weaken" and rel["p0-2"] == "neither"
+
+
+def test_mixed_adds_unrelated_in_topic_pairs_never_annotated(tiny_claimdiff):
+    pairs = cd.load_pairs(tiny_claimdiff, "train")
+    annotated = {(p.claim_a, p.claim_b) for p in pairs}
+    mix = cd.mixed(pairs)
+    extra = [p for p in mix if not p.annotated]
+    assert extra and all(p.relation == "neither" for p in extra)
+    assert all((p.claim_a, p.claim_b) not in annotated for p in extra)
+    topic_of = {p.claim_a: p.topic for p in pairs} | {p.claim_b: p.topic for p in pairs}
+    assert all(topic_of[p.claim_a] == topic_of[p.claim_b] for p in extra)
+    share = sum(p.relation == "strengthen" for p in mix) / len(mix)
+    assert share < sum(p.relation == "strengthen" for p in pairs) / len(pairs)
+
+
+def test_rationale_phrases_map_to_their_characters():
+    claim = "Small firms Cut Hours after the raise."
+    spans = cd.rationale_spans(claim, ("cut hours", "missing phrase"))
+    assert [claim[s:e] for s, e in spans] == ["Cut Hours"]
+
+
+def test_tagged_wordpieces_become_whole_word_spans(tiny_base):
+    model = Comparator.from_base(tiny_base, rank=2)
+    a = "Inspectors found unprecedented microfractures in March."
+    enc = model.encode([(a, "The bridge is safer.")], offsets=True)
+    offs, seq = enc["offset_mapping"][0], enc.sequence_ids(0)
+    toks = [(int(s), int(e)) for (s, e), sid in zip(offs.tolist(), seq, strict=True) if sid == 0]
+    # tag only the wordpieces inside "unprecedented cracks" (the first piece of each word, too)
+    start = a.index("unprecedented")
+    end = a.index(" in March")
+    tagged = [(s, e, 0.9 if start <= s < end else 0.1) for s, e in toks]
+    spans = rationale_spans(a, tagged, 0.5)
+    assert [a[s:e] for s, e in spans] == ["unprecedented microfractures"]
+    # one piece of a word tagged: the whole word comes back
+    word = a.index("microfractures")
+    piece = next((s, e) for s, e in toks if word < s < a.index(" in March"))
+    spans = rationale_spans(a, [(piece[0], piece[1], 0.9)], 0.5)
+    assert [a[s:e] for s, e in spans] == ["microfractures"]
+
+
+def test_direction_matters(tiny_base):
+    """A -> B and B -> A are different inputs (segment ids), and a model tells them apart."""
+    model = Comparator.from_base(tiny_base, rank=2)
+    a, b = "The rover found traces of water.", "Mars once had life."
+    ab = model.encode([(a, b)])
+    ba = model.encode([(b, a)])
+    assert not np.array_equal(ab["input_ids"].numpy(), ba["input_ids"].numpy())
+    import torch
+
+    with torch.no_grad():  # the heads are random: a nudge makes the two directions differ
+        model.net.relation.weight.normal_(0, 1.0)
+    p_ab, _ = model.scores([(a, b)])
+    p_ba, _ = model.scores([(b, a)])
+    assert not np.allclose(p_ab, p_ba)
+
+
+def test_best_threshold_and_token_f1():
+    gold = np.array([1, 1, 0, 0, 1], dtype=bool)
+    p = np.array([0.9, 0.8, 0.7, 0.2, 0.6])
+    t = lab.best_threshold(gold, p)
+    assert 0.2 < t <= 0.6  # all three positives in, the low negative out
+    assert lab.token_f1("cut hours", ["cut hours"]) == 1.0
+    assert lab.token_f1("cut", ["cut hours"]) == pytest.approx(2 / 3)
+    assert lab.token_f1("", ["cut hours"]) == 0.0
+
+
+def test_train_quick_saves_an_entry_that_loads_and_evaluates(tiny_claimdiff, tiny_base, tmp_path):
+    out = tmp_path / "comparator"
+    prof = lab.resolve_profile("quick", epochs=2.0)
+    m = lab.train_comparator(tiny_claimdiff, out, base=tiny_base, profile=prof, log=lambda s: None)
+    assert (out / "bundle.json").is_file() and (out / "adapter.safetensors").is_file()
+    entry = json.loads((out / "bundle.json").read_text())
+    assert entry["role"] == "comparator"
+    stored = out / "encoder" / "model.safetensors"  # the frozen base: nothing of it stored
+    if stored.is_file():
+        from safetensors.torch import load_file
+
+        assert load_file(str(stored)) == {}
+    for setting in ("pairs", "doc"):
+        assert set(m["thresholds"][setting]) == {"strengthen", "weaken"}
+    assert set(m["dev_metrics"]) >= {"dev", "dev-doc", "tune"}
+    loaded = Comparator.load(out)
+    pairs = [("The repaired bridge carries twice the load.", "The bridge is now safer.")]
+    p1, _ = loaded.scores(pairs)
+    assert p1.shape == (1, 3) and abs(float(p1.sum()) - 1) < 1e-5
+    rel = loaded.compare(pairs, setting="doc")[0]
+    assert rel.relation in cd.RELATIONS
+    scores = lab.evaluate_claimdiff(out, tiny_claimdiff, "dev")
+    assert [s.split for s in scores] == ["dev", "dev-doc"]
+    j = scores[0].to_json()
+    assert set(j) >= {"S", "W", "rationale"} and 0 <= j["S"]["auroc"] <= 1
+
+
+def test_cli_eval_claimdiff_json_and_bad_model(tiny_claimdiff, tiny_base, tmp_path):
+    out = tmp_path / "cmp"
+    lab.train_comparator(tiny_claimdiff, out, base=tiny_base, profile="quick", log=lambda s: None)
+    r = run_cli("eval", "claimdiff", "--data", str(tiny_claimdiff), "--model", str(out), "--json")
+    got = json.loads(r.stdout)
+    for key in ("S", "W"):
+        assert set(got[key]) >= {"auroc", "f1", "precision", "recall"}
+    assert "token_f1" in got["rationale"]
+    assert got["doc"]["split"] == "dev-doc"
+    bad = run_cli(
+        "eval",
+        "claimdiff",
+        "--data",
+        str(tiny_claimdiff),
+        "--model",
+        str(tmp_path / "nope"),
+        ok=False,
+    )
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "comparator" in bad.stderr or "no " in bad.stderr
