@@ -131,3 +131,22 @@ def test_a_weakly_held_side_reads_as_leaning():
     unsure = PerspectiveCluster(m, (m,), "oppose", LEAN - 0.1, 0.5)
     assert sure.side_label == "oppose" and unsure.side_label == "leans oppose"
     assert unsure.to_json()["side_label"] == "leans oppose"
+
+
+def test_decisions_fitted_on_other_retrievers_are_flagged(tiny_index, tiny_pair_model, tmp_path):
+    """The relevance stack reads the fused RRF score, which grows with the number of retrievers:
+    an index with other retrievers than the decisions were fitted on says so in the result."""
+    from perspect.api import Perspect
+    from perspect.reranker.model import PairModel
+
+    model = PairModel.load(tiny_pair_model)
+    model.manifest["decisions_retrievers"] = ["bm25", "dense", "colbert"]
+    model.save(tmp_path / "m")
+    with Perspect.open("tiny", home=tiny_index, model=tmp_path / "m") as p:
+        warning = p.search("Animals feel pain and need legal protection").coverage.warning
+    assert warning and "bm25 + dense + colbert" in warning and "calibrate" in warning
+    model.manifest["decisions_retrievers"] = ["bm25"]
+    model.save(tmp_path / "same")
+    with Perspect.open("tiny", home=tiny_index, model=tmp_path / "same") as p:
+        warning = p.search("Animals feel pain and need legal protection").coverage.warning
+    assert not warning or "fitted on" not in warning

@@ -71,14 +71,16 @@ EVIDENCE = [
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory, monkeypatch_module):
-    """An index of the small pool built with the bundle's retrievers (BM25 + its dense model)."""
+    """An index of the small pool built with the bundle's retrievers (BM25 + its dense model + its
+    ColBERT: what its decisions were fitted on)."""
     for var in ("PERSPECT_MODEL", "PERSPECT_MODELS", "PERSPECT_DENSE_MODEL"):
         monkeypatch_module.delenv(var, raising=False)
     monkeypatch_module.setenv("PERSPECT_MODELS", str(MODELS))
+    monkeypatch_module.setenv("PERSPECT_COLBERT_MODEL", str(MODELS / "colbert"))
     d = tmp_path_factory.mktemp("shipped")
     pf = write_json(d / "p.json", [{"id": i, "text": t} for i, t, _ in POOL])
     ef = write_json(d / "e.json", [{"id": i, "text": t} for i, t in EVIDENCE])
-    config = api.index_config(["bm25", "dense"])
+    config = api.index_config(["bm25", "dense", "colbert"])
     assert config.backends["dense"]["model"] == str((MODELS / "dense").resolve())
     api.build_index("real", [Source("perspectives", pf), Source("evidence", ef)],
                     home=d, config=config)  # fmt: skip
@@ -105,6 +107,7 @@ def test_the_bundle_verifies_and_fits_its_budget():
 def test_a_real_claim_gets_both_sides_merged_phrasings_and_evidence(shipped):
     res = shipped.search(CLAIM)
     assert res.coverage.support >= 1 and res.coverage.oppose >= 1, res.coverage
+    assert not res.coverage.warning or "fitted on" not in res.coverage.warning
     cluster_of = {i: c for i, _, c in POOL}
     kept = [m.id for c in res.clusters for m in c.members]
     assert not any(cluster_of[i] is None for i in kept), "a distractor passed relevance"

@@ -142,6 +142,7 @@ def recalibrate(
         with reporter.stage("calibrating on held-out train claims", total=len(tune_claims)) as adv:
             pred = pe.predict(engine, tune_claims, perspectives, progress=adv)
         calibrate_and_tune(model, pred)
+        model.manifest["decisions_retrievers"] = list(searcher.retrievers)
         searcher.close()
     model.manifest["recalibrated"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "index": index}
     model.save(model_dir)
@@ -186,6 +187,7 @@ def train(
                 return pe.predict(engine, claims, perspectives, prof.k_persp, every, progress=adv)
 
         calibrate_and_tune(model, run(tune_claims, "calibrating on held-out train claims"))
+        model.manifest["decisions_retrievers"] = list(searcher.retrievers)
         if prof.dev_eval:
             dpred = run(load_claims(data_dir, "dev"), "evaluating on dev")
             decisions = Decisions.from_manifest(model.manifest)

@@ -403,10 +403,15 @@ class Engine:
         n_sup = sum(1 for c in ordered if c.stance == "support")
         n_opp = len(ordered) - n_sup
         report("done", 1.0)
+        coverage = _coverage(n_sup, n_opp, cfg.thin_side)
+        mismatch = retriever_mismatch(self.model.manifest, self.searcher.retrievers)
+        if mismatch:
+            note = "; ".join(x for x in (coverage.warning, mismatch) if x)
+            coverage = Coverage(coverage.support, coverage.oppose, note)
         return SearchResult(
             claim=claim,
             clusters=tuple(ordered),
-            coverage=_coverage(n_sup, n_opp, cfg.thin_side),
+            coverage=coverage,
             hits=tuple(hits),
             took_ms=(time.perf_counter() - t0) * 1000,
             timings_ms=timings,
@@ -631,6 +636,20 @@ def _at_most(need: np.ndarray, stack: Stack, feats: dict[str, np.ndarray], cap: 
     out = np.zeros_like(need)
     out[order[:cap]] = True
     return out & need
+
+
+def retriever_mismatch(manifest: dict, retrievers: Sequence[str]) -> str | None:
+    """Why relevance is off on this index, or None. The relevance stack reads the fused RRF score,
+    which grows with the number of retrievers: decisions fitted on BM25 + dense + ColBERT keep
+    too few perspectives on a BM25 + dense index (T1 24.1 vs 54.7 on 40 dev claims)."""
+    fitted = manifest.get("decisions_retrievers")
+    if not fitted or set(fitted) == set(retrievers):
+        return None
+    return (
+        f"the models' decisions were fitted on a {' + '.join(fitted)} index and this one has "
+        f"{' + '.join(retrievers)}: relevance is miscalibrated (rebuild it with --retrievers "
+        f"{','.join(fitted)}, or re-fit: perspect train --task calibrate --index NAME)"
+    )
 
 
 _VERB = {"strengthen": "strengthens", "weaken": "weakens"}
