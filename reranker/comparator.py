@@ -30,7 +30,7 @@ from torch import nn
 from perspect.core import bundle, paths
 from perspect.core.claimdiff import RELATIONS
 from perspect.core.errors import ModelError
-from perspect.reranker.lora import add_lora, lora_state
+from perspect.reranker.lora import add_lora, lora_state, merge_lora
 from perspect.reranker.model import load_encoder
 
 FORMAT = "perspect.comparator/1"
@@ -133,6 +133,7 @@ class Comparator:
         net.rationale.load_state_dict(
             {k[10:]: v for k, v in heads.items() if k[:10] == "rationale."}
         )
+        merge_lora(net.encoder)  # inference only: a loaded comparator is not trained further
         net.eval()
         return cls(tok, net, manifest)
 

@@ -51,3 +51,18 @@ def lora_state(module: nn.Module) -> dict[str, torch.Tensor]:
         for k, v in module.state_dict().items()
         if k.endswith(("lora_a", "lora_b"))
     }
+
+
+def merge_lora(module: nn.Module) -> int:
+    """Fold every adapter into its base layer (W + scale * B @ A) for inference: the same outputs
+    without the adapters' two extra matrix products per layer. Returns how many were merged."""
+    merged = 0
+    for name, m in list(module.named_modules()):
+        if not isinstance(m, LoRALinear):
+            continue
+        with torch.no_grad():
+            m.base.weight += (m.lora_b @ m.lora_a) * m.scale
+        parent_name, _, leaf = name.rpartition(".")
+        setattr(module.get_submodule(parent_name) if parent_name else module, leaf, m.base)
+        merged += 1
+    return merged

@@ -249,3 +249,21 @@ def test_cli_eval_claimdiff_json_and_bad_model(tiny_claimdiff, tiny_base, tmp_pa
     )
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "comparator" in bad.stderr or "no " in bad.stderr
+
+
+def test_merged_adapters_give_the_same_outputs(tiny_base):
+    import torch
+
+    from perspect.reranker.lora import LoRALinear, merge_lora
+
+    model = Comparator.from_base(tiny_base, rank=2)
+    with torch.no_grad():
+        for m in model.net.modules():
+            if isinstance(m, LoRALinear):
+                m.lora_b.normal_(0, 0.5)
+    pairs = [("The rover found traces of water.", "Mars once had life.")]
+    before, _ = model.scores(pairs)
+    assert merge_lora(model.net.encoder) > 0
+    assert not any(isinstance(m, LoRALinear) for m in model.net.modules())
+    after, _ = model.scores(pairs)
+    assert np.allclose(before, after, atol=1e-5)

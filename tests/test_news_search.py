@@ -173,3 +173,30 @@ async def test_tui_news_panel_and_cluster_detail(
         assert isinstance(screen, DetailScreen) and screen.news
         detail = str(screen.query_one("#detail-body", Static).render())
         assert "News on this perspective" in detail
+
+
+async def test_tui_compare_screen_links_both_articles(tiny_index, tiny_base, tmp_path, monkeypatch):
+    from textual.widgets import Static
+
+    from perspect.tui.app import PerspectApp
+    from perspect.tui.widgets.compare_screen import CompareScreen
+
+    monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
+    (tmp_path / "a.md").write_text(A_TEXT)
+    (tmp_path / "b.md").write_text(B_TEXT)
+    app = PerspectApp(index="tiny", home=tiny_index, compare=(tmp_path / "a.md", tmp_path / "b.md"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        for _ in range(300):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, CompareScreen):
+                break
+        await pilot.pause()  # let the pushed screen compose
+        screen = app.screen
+        assert isinstance(screen, CompareScreen), "the comparison never opened"
+        a_body = str(screen.query_one("#compare-a-body", Static).render())
+        b_body = str(screen.query_one("#compare-b-body", Static).render())
+        assert "[1]" in a_body and "[1]" in b_body  # link 1 is marked on both sides
+        assert "Council" not in a_body  # the heading is the title, not a sentence
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CompareScreen)

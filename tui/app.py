@@ -20,9 +20,10 @@ from textual.widgets import Footer, Header, ListView, ProgressBar, Static
 from perspect.core.errors import Cancelled, PerspectError
 from perspect.core.render import plain
 from perspect.core.result import SearchResult
-from perspect.tui.messages import SearchDone, SearchFailed, SearchProgress
+from perspect.tui.messages import CompareDone, SearchDone, SearchFailed, SearchProgress
 from perspect.tui.widgets.claim_input import ClaimInput
 from perspect.tui.widgets.cluster_item import ClusterItem
+from perspect.tui.widgets.compare_screen import CompareScreen
 from perspect.tui.widgets.coverage_bar import CoverageBar
 from perspect.tui.widgets.detail_screen import DetailScreen
 from perspect.tui.widgets.help_screen import HelpScreen
@@ -50,8 +51,11 @@ class PerspectApp(App[None]):
         model: str | Path | None = None,
         export_dir: str | Path | None = None,
         show_timings: bool = True,
+        compare: tuple[str | Path, str | Path] | None = None,
     ):
+        """`compare`: two article files to open side by side (the compare screen) at start."""
         super().__init__()
+        self.compare_paths = compare
         self.index_name, self.home, self.model_dir = index, home, model
         self.export_dir = Path(export_dir or ".")
         self.show_timings = show_timings
@@ -75,6 +79,9 @@ class PerspectApp(App[None]):
     def on_mount(self) -> None:
         from perspect.api import Perspect
 
+        if self.compare_paths is not None:
+            self._status("comparing the two articles (loading the comparator) …")
+            self.run_compare(*self.compare_paths)
         try:
             self.perspect = Perspect.open(self.index_name, home=self.home, model=self.model_dir)
         except PerspectError as e:
@@ -132,6 +139,19 @@ class PerspectApp(App[None]):
         else:
             if not cancel.is_set():
                 self.post_message(SearchDone(res, cancel))
+
+    @work(thread=True, exclusive=True, group="compare")
+    def run_compare(self, a, b) -> None:
+        from perspect import api
+
+        try:
+            self.post_message(CompareDone(api.compare(a, b)))
+        except PerspectError as e:
+            self.post_message(SearchFailed(e.message, e.hint))
+
+    def on_compare_done(self, msg: CompareDone) -> None:
+        self._status("comparison ready (Esc goes back to the search)")
+        self.push_screen(CompareScreen(msg.comparison))
 
     def _stale(self, search: threading.Event | None) -> bool:
         """A message of a search the user cancelled or replaced: dropped."""
@@ -208,8 +228,13 @@ class PerspectApp(App[None]):
         self.notify(f"exported {lit(stem)}.md and {lit(stem)}.json")
 
 
-def run(index: str = "default", home: str | None = None, model: str | None = None) -> None:
-    PerspectApp(index=index, home=home, model=model).run()
+def run(
+    index: str = "default",
+    home: str | None = None,
+    model: str | None = None,
+    compare: tuple[str, str] | None = None,
+) -> None:
+    PerspectApp(index=index, home=home, model=model, compare=compare).run()
 
 
 def lit(text: object) -> str:

@@ -29,3 +29,8 @@ class SearchFailed(Message):
     error: str
     hint: str | None = None
     search: threading.Event | None = None
+
+
+@dataclass
+class CompareDone(Message):
+    comparison: object  # perspect.pipeline.compare.Comparison (the TUI imports only the API)

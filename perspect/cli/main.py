@@ -405,7 +405,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
         raise PerspectError(
             f"the terminal UI needs textual ({e})", hint="pip install 'perspect[tui]'"
         ) from None
-    run(index=args.index, home=args.home, model=args.model)
+    compare = tuple(args.compare) if args.compare else None
+    if compare:
+        for f in compare:
+            if not Path(f).is_file():
+                raise PerspectError(f"{f}: no such file", hint="perspect tui --compare A.md B.md")
+    run(index=args.index, home=args.home, model=args.model, compare=compare)
     return 0
 
 
@@ -665,6 +670,12 @@ def build_parser() -> argparse.ArgumentParser:
     u = sub.add_parser("tui", help="the interactive terminal UI")
     u.add_argument("--index", default="default")
     u.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    u.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="open two articles side by side (A's sentences that strengthen or weaken B)",
+    )
     _add_home(u)
     u.set_defaults(func=cmd_tui)
 

@@ -126,8 +126,8 @@ class Comparison:
 
 @dataclass(frozen=True)
 class CompareConfig:
-    per_sentence: int = 3  # B sentences compared with each sentence of A
-    min_similarity: float = 0.3  # cosine floor of the prefilter
+    per_sentence: int = 2  # B sentences compared with each sentence of A
+    min_similarity: float = 0.35  # cosine floor of the prefilter
     one_per_sentence: bool = True  # keep only A's strongest link
 
 
