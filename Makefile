@@ -9,7 +9,6 @@ BIN := $(VENV)/bin
 TORCH_PIP_ARGS ?=
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
 SHARED_CLAIMDIFF ?= ../shared/data/claimdiff
-SHARED_VITAMINC ?= ../shared/data/vitaminc
 CLAIM ?= animals should have lawful rights
 
 .PHONY: setup demo data models test lint
@@ -43,7 +42,7 @@ demo: setup data
 # so an interrupted run resumes; `perspect models make --dry-run` says what would run. About 2 h
 # 20 min on 2 CPU cores (measured: dense 16, pair 26, stance rounds 8 + 14 + 19, equivalence 17,
 # ColBERT 21, calibration 16, comparator 20); STEPS=pair,calibrate redoes only those. Needs the
-# PERSPECTRUM files (and ClaimDiff + VitaminC for the comparator: make data copies them).
+# PERSPECTRUM files (and ClaimDiff for the comparator: make data copies it).
 # COLBERT=0 leaves ColBERT out (and re-fits the decisions without it).
 STANCE_ROUNDS ?= 3
 STEPS ?=
@@ -62,8 +61,6 @@ data: setup
 	@if [ -d "$(SHARED_CLAIMDIFF)" ]; then \
 	  $(BIN)/perspect data fetch claimdiff --from "$(SHARED_CLAIMDIFF)"; \
 	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): the demo index has no news"; fi
-	@if [ -d "$(SHARED_VITAMINC)" ]; then \
-	  $(BIN)/perspect data fetch vitaminc --from "$(SHARED_VITAMINC)"; fi
 
 test: setup
 	$(BIN)/ruff check .

@@ -325,7 +325,6 @@ def train(
     equivalence_model: str | None = None,
     train_layers: int | str | None = None,
     max_minutes: float | None = None,
-    vitaminc: str | Path | None = None,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
@@ -335,7 +334,7 @@ def train(
     rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
     reporter = reporter or NullReporter()
     if task == "claimdiff":
-        return _train_comparator(data, out, base, profile, max_minutes, vitaminc, reporter, log)
+        return _train_comparator(data, out, base, profile, max_minutes, reporter, log)
     if task in ENCODERS:
         trainer, default_out, what = ENCODERS[task]
         out = Path(out) if out else default_out()
@@ -399,21 +398,16 @@ def evaluate_claimdiff(
     return run(model_dir or paths.comparator_model(), data, split)
 
 
-def _train_comparator(data, out, base, profile, max_minutes, vitaminc, reporter, log):
+def _train_comparator(data, out, base, profile, max_minutes, reporter, log):
     from perspect.lab import claimdiff
 
     if profile not in claimdiff.PROFILES:
         raise PerspectError(
             f"the comparator has no {profile!r} profile", hint="--profile quick or full"
         )
-    if vitaminc is None:
-        default = Path("data") / "vitaminc" / "vitaminc_real_shared.jsonl"
-        vitaminc = default if default.is_file() else None
     prof = claimdiff.resolve_profile(profile, max_minutes=max_minutes)
     out = Path(out or paths.comparator_model())
-    m = claimdiff.train_comparator(
-        data, out, vitaminc=vitaminc, base=base, profile=prof, reporter=reporter, log=log
-    )
+    m = claimdiff.train_comparator(data, out, base=base, profile=prof, reporter=reporter, log=log)
     return TrainResult("claimdiff", out, "the ClaimDiff comparator", m)
 
 
@@ -458,18 +452,13 @@ def make_models(
     colbert: bool = True,
     comparator: bool = True,
     claimdiff: str | Path | None = None,
-    vitaminc: str | Path | None = None,
     dry_run: bool = False,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
 ) -> list[recipe.Outcome]:
     """`make models`: every bundle step whose inputs changed (or that never ran), in order."""
     steps = recipe.steps(stance_rounds, colbert, comparator)
-    other = recipe.OtherData()
-    if claimdiff:
-        other = dataclasses.replace(other, claimdiff=Path(claimdiff))
-    if vitaminc:
-        other = dataclasses.replace(other, vitaminc=Path(vitaminc))
+    other = recipe.OtherData(Path(claimdiff)) if claimdiff else recipe.OtherData()
     return recipe.make(
         data,
         models_dir(folder),

@@ -1,9 +1,8 @@
 """Training the ClaimDiff comparator (perspect.reranker.comparator): the loop and its examples.
 
-Phases share one three-way head: an optional intermediate phase on NLI-like pairs (VitaminC
-evidence -> claim: SUPPORTS / REFUTES / NOT ENOUGH INFO; PERSPECTRUM perspective -> claim: support /
-undermine) and the ClaimDiff phase (fit topics, plus unrelated in-topic pairs labelled neither so the
-model meets the distribution of a news stream). Weaken is rare (10 % of ClaimDiff train): the
+One phase on ClaimDiff's fit topics, plus unrelated in-topic pairs labelled neither so the model
+meets the distribution of a news stream. (An intermediate NLI-like phase, VitaminC or PERSPECTRUM
+stance pairs, was measured and did not help: bench/STUDIES.md.) Weaken is rare (10 % of ClaimDiff train): the
 relation loss weighs each class by the square root of its inverse frequency, and the decision
 thresholds are fitted afterwards on held-out topics (perspect.lab.claimdiff), which is where the
 imbalance is really settled. The rationale head learns from ClaimDiff's positive pairs only.
@@ -52,34 +51,6 @@ def claimdiff_examples(pairs: Sequence[ClaimPair]) -> list[CmpExample]:
             CmpExample(p.claim_a, p.claim_b, RELATIONS.index(p.relation), spans, bool(spans))
         )
     return out
-
-
-VITAMINC = {"SUPPORTS": "strengthen", "REFUTES": "weaken", "NOT ENOUGH INFO": "neither"}
-
-
-def vitaminc_examples(records: Sequence[dict], n: int, seed: int) -> list[CmpExample]:
-    rows = [r for r in records if r.get("label") in VITAMINC]
-    random.Random(seed).shuffle(rows)
-    return [
-        CmpExample(r["evidence"], r["claim"], RELATIONS.index(VITAMINC[r["label"]]))
-        for r in rows[:n]
-    ]
-
-
-def stance_examples(claims, perspectives: dict[int, str], n: int, seed: int) -> list[CmpExample]:
-    rows = [
-        CmpExample(
-            perspectives[p],
-            c.text,
-            RELATIONS.index("strengthen" if cl.stance == "SUPPORT" else "weaken"),
-        )
-        for c in claims
-        for cl in c.clusters
-        for p in cl.pids
-        if p in perspectives
-    ]
-    random.Random(seed).shuffle(rows)
-    return rows[:n]
 
 
 def class_weights(examples: Sequence[CmpExample]) -> torch.Tensor:

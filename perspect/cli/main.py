@@ -224,7 +224,6 @@ def cmd_train(args: argparse.Namespace) -> int:
             args.task,
             args.data or (DEFAULT_CLAIMDIFF if args.task == "claimdiff" else DEFAULT_DATA),
             args.out,
-            vitaminc=args.vitaminc,
             base=args.base,
             profile=args.profile,
             init=args.init,
@@ -349,7 +348,6 @@ def cmd_models(args: argparse.Namespace) -> int:
                 colbert=not args.no_colbert,
                 comparator=not args.no_comparator,
                 claimdiff=args.claimdiff,
-                vitaminc=args.vitaminc,
                 dry_run=args.dry_run,
                 reporter=rep,
                 log=lambda msg: _console(stderr=True).print(literal(msg)),
@@ -447,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="fetch datasets").add_subparsers(dest="sub", required=True)
     f = data.add_parser("fetch", help="download a dataset (or copy it with --from)")
-    f.add_argument("dataset", choices=["perspectrum", "claimdiff", "vitaminc"])
+    f.add_argument("dataset", choices=["perspectrum", "claimdiff"])
     f.add_argument("--dest", help="target folder (default: data/<dataset>)")
     f.add_argument("--from", dest="source", metavar="DIR", help="copy from a local folder instead")
     f.set_defaults(func=cmd_data_fetch)
@@ -526,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
             "claimdiff",
         ],
         help="claimdiff: the ClaimDiff comparator (--data: a ClaimDiff folder, default "
-        "data/claimdiff; --vitaminc FILE for its intermediate phase); calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
+        "data/claimdiff); calibrate: re-fit calibration, stacks and thresholds of the model at --out on the "
         "held-out train claims, without training; average: write the weight average of --models "
         "to --out",
     )
@@ -572,13 +570,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder with the PERSPECTRUM files (default: data/perspectrum; claimdiff: "
         "data/claimdiff)",
-    )
-    t.add_argument(
-        "--vitaminc",
-        metavar="FILE",
-        default=None,
-        help="claimdiff: VitaminC pairs for the intermediate phase (default: "
-        "data/vitaminc/vitaminc_real_shared.jsonl when present)",
     )
     t.add_argument(
         "--out",
@@ -649,10 +640,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-comparator", action="store_true", help="make: leave the ClaimDiff comparator out"
     )
     mo.add_argument("--claimdiff", help="make: ClaimDiff folder (default: data/claimdiff)")
-    mo.add_argument(
-        "--vitaminc",
-        help="make: VitaminC pairs (default: data/vitaminc/vitaminc_real_shared.jsonl)",
-    )
     mo.add_argument("--dry-run", action="store_true", help="make: say what would run")
     mo.add_argument("-q", "--quiet", action="store_true")
     mo.add_argument("--json", action="store_true")

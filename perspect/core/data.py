@@ -88,23 +88,20 @@ def fetch_perspectrum(
     return written
 
 
-# ClaimDiff (Ko et al. 2023) and VitaminC (Schuster et al. 2021): copied from a local folder in
-# their upstream layout; train files only (their test splits are held out, never fetched).
+# ClaimDiff (Ko et al. 2023): copied from a local folder in its upstream layout; train files only
+# (its test split is held out, never fetched).
 CLAIMDIFF_FILES = (
     "ClaimDiff-S/ClaimDiff-strength-train.json",
     "ClaimDiff-W/ClaimDiff-weak-train.json",
     "annotation_result_unfiltered_train.json",
 )
-VITAMINC_FILES = ("vitaminc_real_shared.jsonl",)
-OTHER_DATASETS = {"claimdiff": CLAIMDIFF_FILES, "vitaminc": VITAMINC_FILES}
+OTHER_DATASETS = {"claimdiff": CLAIMDIFF_FILES}
 
 
 def fetch_local(dataset: str, source: str | Path | None, dest: str | Path | None) -> list[Path]:
     """Copy `dataset`'s files from `source` (its upstream layout) into `dest` (data/<dataset>)."""
     if dataset not in OTHER_DATASETS:
-        raise PerspectError(
-            f"unknown dataset {dataset!r}", hint="known: perspectrum, claimdiff, vitaminc"
-        )
+        raise PerspectError(f"unknown dataset {dataset!r}", hint="known: perspectrum, claimdiff")
     if source is None:
         raise PerspectError(
             f"{dataset} is copied from a local folder",

@@ -10,7 +10,6 @@ mixed with unrelated pairs for "doc"), never from the split that is reported.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -170,10 +169,6 @@ class CmpProfile:
     max_minutes: float = 14.0
     unrelated_ratio: float = 1.0  # unrelated pairs per annotated fit pair
     rationale_weight: float = 1.0
-    intermediate: tuple[str, ...] = ("vitaminc",)
-    intermediate_pairs: int = 12000
-    intermediate_epochs: float = 1.0
-    intermediate_minutes: float = 12.0
     max_pairs: int | None = None  # quick runs
     batch_size: int = 16
     seed: int = 13
@@ -186,7 +181,6 @@ PROFILES = {
         rank=4,
         epochs=1.0,
         max_minutes=0.5,
-        intermediate=(),
         max_pairs=48,
         unrelated_ratio=0.25,
         batch_size=8,
@@ -200,31 +194,18 @@ def resolve_profile(profile: str | CmpProfile, **overrides: Any) -> CmpProfile:
     return replace(prof, **{k: v for k, v in overrides.items() if v is not None})
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    out = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                out.append(json.loads(line))
-    return out
-
-
 def train_comparator(
     data_dir: str | Path,
     out: str | Path,
     *,
-    perspectrum: str | Path | None = None,
-    vitaminc: str | Path | None = None,
     base: str | None = None,
     profile: str | CmpProfile = "full",
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """`perspect train --task claimdiff`: train on the fit topics (after the intermediate phase
-    the profile names, where its data was given), fit the decisions on the tune topics, measure
-    dev (annotated and document-like), save the bundle entry; returns its manifest."""
-    import hashlib
-
+    """`perspect train --task claimdiff`: train on the fit topics, fit the decisions on the tune
+    topics, measure dev (annotated and document-like), save the bundle entry; returns its
+    manifest."""
     import torch
 
     from perspect.reranker import comparator_train as ct
@@ -241,43 +222,6 @@ def train_comparator(
     model = Comparator.from_base(base, prof.rank, prof.alpha)
     data = cd.data_fingerprints(data_dir)
     phases = []
-    inter: list[ct.CmpExample] = []
-    for src in prof.intermediate:
-        if src == "vitaminc" and vitaminc is not None:
-            path = Path(vitaminc)
-            if not path.is_file():
-                raise PerspectError(f"missing VitaminC file {path}")
-            inter += ct.vitaminc_examples(_read_jsonl(path), prof.intermediate_pairs, prof.seed)
-            data.append(
-                {
-                    "file": path.name,
-                    "size": path.stat().st_size,
-                    "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                }
-            )
-        elif src == "perspectrum" and perspectrum is not None:
-            from perspect.core.perspectrum import (
-                data_fingerprints,
-                load_perspectives,
-                tune_claims_of,
-            )
-
-            _, fit_claims = tune_claims_of(perspectrum)
-            inter += ct.stance_examples(
-                fit_claims, load_perspectives(perspectrum), prof.intermediate_pairs, prof.seed
-            )
-            data += data_fingerprints(perspectrum)
-        else:
-            log(f"intermediate {src}: no data given, skipped")
-    if inter:
-        phase = ct.Phase(
-            "intermediate",
-            prof.intermediate_epochs,
-            prof.lr,
-            prof.intermediate_minutes,
-            batch_size=prof.batch_size,
-        )
-        phases.append(ct.train_phase(model, inter, phase, prof.seed, reporter, log))
     unrelated = cd.unrelated_pairs(fit, int(prof.unrelated_ratio * len(fit)), prof.seed)
     examples = ct.claimdiff_examples(fit + unrelated)
     log(

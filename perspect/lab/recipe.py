@@ -43,7 +43,7 @@ def steps(
     """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
     every decision on an index of the bundle's own retrievers. The ClaimDiff comparator trains
-    on its own data (ClaimDiff, VitaminC), last."""
+    on its own data, last."""
     out = [
         Step("dense", "dense", "dense"),
         Step("pair", "all", "pair", reads=("dense",)),
@@ -67,25 +67,13 @@ class OtherData:
     """Where the steps that do not train on PERSPECTRUM find their data."""
 
     claimdiff: Path = Path("data") / "claimdiff"
-    vitaminc: Path | None = Path("data") / "vitaminc" / "vitaminc_real_shared.jsonl"
 
     def fingerprints(self) -> list[dict] | None:
         """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
         from perspect.core import claimdiff
 
         got = claimdiff.data_fingerprints(self.claimdiff)
-        if len(got) < 2:
-            return None
-        if self.vitaminc is not None and Path(self.vitaminc).is_file():
-            v = Path(self.vitaminc)
-            got.append(
-                {
-                    "file": v.name,
-                    "size": v.stat().st_size,
-                    "sha256": hashlib.sha256(v.read_bytes()).hexdigest(),
-                }
-            )
-        return got
+        return got if len(got) == 2 else None
 
 
 @dataclass(frozen=True)
@@ -196,11 +184,9 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
     if step.task == "claimdiff":
         from perspect.lab.claimdiff import train_comparator
 
-        vit = other.vitaminc if other.vitaminc and Path(other.vitaminc).is_file() else None
         train_comparator(
             other.claimdiff,
             folder,
-            vitaminc=vit,
             base=base,
             profile=step.profile,
             reporter=reporter,
