@@ -127,7 +127,9 @@ class Comparison:
 @dataclass(frozen=True)
 class CompareConfig:
     per_sentence: int = 2  # B sentences compared with each sentence of A
-    min_similarity: float = 0.35  # cosine floor of the prefilter
+    # cosine floor of the prefilter, and the relatedness gate: .3 keeps 94 % of ClaimDiff's
+    # annotated strengthen / weaken pairs (bundle's dense encoder); other stories' fall below
+    min_similarity: float = 0.3
     one_per_sentence: bool = True  # keep only A's strongest link
 
 
