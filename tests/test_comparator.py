@@ -267,3 +267,21 @@ def test_merged_adapters_give_the_same_outputs(tiny_base):
     assert not any(isinstance(m, LoRALinear) for m in model.net.modules())
     after, _ = model.scores(pairs)
     assert np.allclose(before, after, atol=1e-5)
+
+
+def test_fetch_claimdiff_writes_a_news_pool_of_its_articles(tiny_claimdiff, tmp_path):
+    from perspect.core.data import CLAIMDIFF_NEWS, fetch_local
+    from perspect.indexer.news import read_news
+
+    written = fetch_local("claimdiff", tiny_claimdiff, tmp_path / "cd")
+    assert (tmp_path / "cd" / cd.S_FILE.format(split="train")).is_file()
+    news = tmp_path / "cd" / CLAIMDIFF_NEWS
+    assert news in written
+    articles = [json.loads(line) for line in news.read_text().splitlines()]
+    titles = {p.article_a for p in cd.load_pairs(tiny_claimdiff, "train")}
+    titles |= {p.article_b for p in cd.load_pairs(tiny_claimdiff, "train")}
+    assert {a["title"] for a in articles} == titles
+    report = read_news(news)
+    assert report.items and all(i.metadata["title"] in titles for i in report.items)
+    sentences = {i.text for i in report.items}
+    assert "The raise lifted pay for two million workers." in sentences
