@@ -135,6 +135,7 @@ def print_result(res: SearchResult) -> None:
     if not res.clusters and res.hits:  # no models: the retrieval list is the whole answer
         for h in res.hits[:10]:
             con.print(f"{h.rank:>3}. {literal(h.text)} [dim]({literal(h.id)}, {h.score:.2f})[/]")
+        _print_news(con, res)
         return
     panels = []
     for title, stance, colour in (("Support", "support", "green"), ("Oppose", "oppose", "red")):
@@ -152,9 +153,17 @@ def print_result(res: SearchResult) -> None:
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))
-    if res.news:
-        t = Table(show_header=False, box=None, expand=True)
-        t.add_column(ratio=1)
-        for n in res.news:
-            t.add_row(news_line(n))
-        con.print(Panel(t, title=f"News ({len(res.news)})", border_style="blue"))
+    _print_news(con, res)
+
+
+def _print_news(con, res: SearchResult) -> None:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    if not res.news:
+        return
+    t = Table(show_header=False, box=None, expand=True)
+    t.add_column(ratio=1)
+    for n in res.news:
+        t.add_row(news_line(n))
+    con.print(Panel(t, title=f"News ({len(res.news)})", border_style="blue"))
