@@ -71,11 +71,22 @@ class IndexDir:
         return self.current_name() is not None
 
     def current_name(self) -> str | None:
-        try:
-            v = (self.root / CURRENT).read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return None
-        return v if v and (self.root / VERSIONS / v).is_dir() else None
+        """The live version's name, or None. A version is removed only after CURRENT names a
+        newer one, so a name read just before a publish whose folder is gone a moment later is
+        read again: the second reading names the new version (a name missing twice is a broken
+        index)."""
+        last = None
+        for _ in range(3):
+            try:
+                v = (self.root / CURRENT).read_text(encoding="utf-8").strip()
+            except FileNotFoundError:
+                return None
+            if v and (self.root / VERSIONS / v).is_dir():
+                return v
+            if not v or v == last:
+                return None
+            last = v
+        return None
 
     def current(self) -> Path:
         v = self.current_name()
@@ -121,7 +132,9 @@ class IndexDir:
         vdir = self.root / VERSIONS
         if vdir.is_dir():
             for d in vdir.iterdir():
-                if d.name != live:
+                if d.name.startswith(".trash-"):
+                    shutil.rmtree(d, ignore_errors=True)  # a writer died while removing it
+                elif d.name != live:
                     _remove_unleased(d)
 
     def lease(self) -> Lease:
@@ -223,7 +236,14 @@ def _remove_unleased(version: Path) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return  # a reader is on it
-        shutil.rmtree(version, ignore_errors=True)
+        # out of the way first, in one step: a reader that opens <version>/LEASE while rmtree is
+        # half done would re-create the file (O_CREAT) and lease a version without its manifest
+        trash = version.with_name(f".trash-{version.name}-{os.getpid()}")
+        try:
+            os.rename(version, trash)
+        except OSError:
+            trash = version
+        shutil.rmtree(trash, ignore_errors=True)
     finally:
         os.close(fd)
 
