@@ -103,21 +103,9 @@ class Comparator:
     @classmethod
     def load(cls, folder: str | Path) -> Comparator:
         folder = bundle.resolve(Path(folder))
-        mpath = folder / MANIFEST
-        if not mpath.is_file():
-            raise ModelError(
-                f"no comparator in {folder} ({MANIFEST} missing)",
-                hint="train one: perspect train --task claimdiff",
-            )
-        try:
-            manifest = json.loads(mpath.read_text())
-        except json.JSONDecodeError as e:
-            raise ModelError(f"{mpath} is not valid JSON: {e}") from None
-        if manifest.get("format") != FORMAT:
-            raise ModelError(
-                f"{folder} holds a {manifest.get('format')!r} model, not {FORMAT!r}",
-                hint="retrain it: perspect train --task claimdiff",
-            )
+        manifest = bundle.read_manifest(
+            folder, MANIFEST, FORMAT, "comparator", "perspect train --task claimdiff"
+        )
         for f in ("encoder", ADAPTER, HEADS):
             if not (folder / f).exists():
                 raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")

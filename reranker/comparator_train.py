@@ -21,6 +21,7 @@ import torch
 from perspect.core.claimdiff import RELATIONS, ClaimPair, rationale_spans
 from perspect.core.progress import NullReporter, Reporter
 from perspect.reranker.comparator import Comparator
+from perspect.reranker.train import length_bucketed_batches
 
 
 @dataclass(frozen=True)
@@ -73,18 +74,6 @@ def token_labels(enc, offsets, batch: Sequence[CmpExample]) -> torch.Tensor:
     return lab
 
 
-def batches_of(examples: Sequence[CmpExample], size: int, rng: random.Random):
-    ex = list(examples)
-    rng.shuffle(ex)
-    chunk = size * 50
-    out = []
-    for s in range(0, len(ex), chunk):
-        part = sorted(ex[s : s + chunk], key=lambda e: len(e.a) + len(e.b))
-        out += [part[i : i + size] for i in range(0, len(part), size)]
-    rng.shuffle(out)
-    return out
-
-
 def train_phase(
     model: Comparator,
     examples: Sequence[CmpExample],
@@ -98,7 +87,11 @@ def train_phase(
     reporter = reporter or NullReporter()
     rng = random.Random(seed)
     n_epochs = max(1, int(np.ceil(phase.epochs)))
-    batches = [b for _ in range(n_epochs) for b in batches_of(examples, phase.batch_size, rng)]
+    batches = []
+    for _ in range(n_epochs):
+        epoch = length_bucketed_batches(examples, phase.batch_size, rng)
+        rng.shuffle(epoch)  # buckets come out short to long: mix them
+        batches += epoch
     batches = batches[: max(1, round(phase.epochs * len(examples) / phase.batch_size))]
     net = model.net
     net.train()

@@ -61,23 +61,13 @@ class EquivalenceModel:
     @classmethod
     def load(cls, folder: str | Path, orders: int = ORDERS) -> EquivalenceModel:
         folder = bundle.resolve(folder)
-        mpath = folder / MANIFEST
-        if not mpath.is_file():
-            raise ModelError(
-                f"no equivalence cross-encoder in {folder} ({MANIFEST} missing)",
-                hint="train one: perspect train --task equivalence-ce",
-            )
-        import json
-
-        try:
-            manifest = json.loads(mpath.read_text())
-        except json.JSONDecodeError as e:
-            raise ModelError(f"{mpath} is not valid JSON: {e}") from None
-        if manifest.get("format") != FORMAT:
-            raise ModelError(
-                f"{folder} holds a {manifest.get('format')!r} model, not {FORMAT!r}",
-                hint="retrain it: perspect train --task equivalence-ce",
-            )
+        manifest = bundle.read_manifest(
+            folder,
+            MANIFEST,
+            FORMAT,
+            "equivalence cross-encoder",
+            "perspect train --task equivalence-ce",
+        )
         from sentence_transformers.cross_encoder import CrossEncoder
         from transformers.utils import logging as hf_logging
 

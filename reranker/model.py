@@ -152,21 +152,9 @@ class PairModel:
     def load(cls, folder: str | Path, tasks: Sequence[str] = ()) -> PairModel:
         origin = Path(folder)
         folder = bundle.resolve(origin)
-        mpath = folder / "manifest.json"
-        if not mpath.is_file():
-            raise ModelError(
-                f"no trained model in {folder} (manifest.json missing)",
-                hint="train one: perspect train --task all",
-            )
-        try:
-            manifest = json.loads(mpath.read_text())
-        except json.JSONDecodeError as e:
-            raise ModelError(f"{mpath} is not valid JSON: {e}") from None
-        if manifest.get("format") != FORMAT:
-            raise ModelError(
-                f"{folder} holds a {manifest.get('format')!r} model; this Perspect reads {FORMAT!r}",
-                hint="retrain with: perspect train --task all",
-            )
+        manifest = bundle.read_manifest(
+            folder, "manifest.json", FORMAT, "trained model", "perspect train --task all"
+        )
         missing = [t for t in tasks if t not in manifest.get("tasks", [])]
         if missing:
             raise ModelError(

@@ -201,6 +201,24 @@ def verify(entry: BundleEntry) -> list[str]:
     return problems
 
 
+def read_manifest(folder: Path, name: str, fmt: str, what: str, train: str) -> dict[str, Any]:
+    """A saved model's own manifest (`name` in `folder`), checked to be JSON of format `fmt`:
+    one line saying what is wrong and the `train` command that makes a good one otherwise."""
+    path = Path(folder) / name
+    if not path.is_file():
+        raise ModelError(f"no {what} in {folder} ({name} missing)", hint=f"train one: {train}")
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{path} is not valid JSON: {e}") from None
+    if manifest.get("format") != fmt:
+        raise ModelError(
+            f"{folder} holds a {manifest.get('format')!r} model, not {fmt!r}",
+            hint=f"retrain it: {train}",
+        )
+    return manifest
+
+
 def base_folder(entry: BundleEntry) -> Path | None:
     """The base's folder: its registry package offline, else (a hub id, online) the hub's copy."""
     found = Path(paths.resolve_base(entry.base_id))
