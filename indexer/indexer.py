@@ -116,7 +116,7 @@ class Indexer:
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
-            self.dir.publish(version)
+            self._publish(version)
         return report
 
     @_plain_environment_errors
@@ -133,7 +133,7 @@ class Indexer:
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
-            self.dir.publish(version)
+            self._publish(version)
         return report
 
     @_plain_environment_errors
@@ -181,7 +181,7 @@ class Indexer:
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
-            self.dir.publish(version)
+            self._publish(version)
         return WriteReport(
             index=self.name,
             version=version.name,
@@ -207,7 +207,7 @@ class Indexer:
                     cfg["retrievers"] = [*cfg["retrievers"], retriever]
                 backends = cfg.setdefault("backends", {})
                 backends[retriever] = {**backends.get(retriever, {}), **(options or {})}
-                cls = backend_class(retriever)
+                cls = backend_class(retriever, backends[retriever])
                 for pool in manifest["pools"]:
                     store = ItemStore(version / pool, readonly=True)
                     self._rebuild_backend(cls, version / pool / retriever, store, manifest)
@@ -219,10 +219,27 @@ class Indexer:
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
-            self.dir.publish(version)
+            self._publish(version)
         return manifest
 
     # -- internals -----------------------------------------------------------------------------
+    def _publish(self, version: Path) -> None:
+        """Swap `version` in, then tell each backend (an Elasticsearch alias moves here)."""
+        self.dir.publish(version)
+        manifest = mf.load(version)
+        cfg = IndexConfig.from_json(manifest["config"])
+        for pool in manifest["pools"]:
+            for kind in cfg.retrievers:
+                opts = cfg.backends.get(kind, {})
+                if (version / pool / kind).is_dir():
+                    try:
+                        backend_class(kind, opts).on_published(version / pool / kind, opts)
+                    except PerspectError as e:
+                        raise PerspectError(
+                            f"{version.name} is live, but {pool}/{kind} was not announced: {e}",
+                            hint="run the same write again once the cause is fixed",
+                        ) from None
+
     def _read_all(self, sources: Sequence[Source]) -> list[tuple[Source, ReadReport]]:
         out = []
         for src in sources:
@@ -234,10 +251,11 @@ class Indexer:
         return out
 
     def _clone(self, live: Path, manifest: dict[str, Any]) -> Path:
-        kinds = manifest["config"]["retrievers"]
+        cfg = IndexConfig.from_json(manifest["config"])
+        classes = {k: backend_class(k, cfg.backends.get(k, {})) for k in cfg.retrievers}
 
         def immutable(p: Path) -> bool:
-            return any(k in p.parts and backend_class(k).immutable_file(p.name) for k in kinds)
+            return any(k in p.parts and c.immutable_file(p.name) for k, c in classes.items())
 
         with self.reporter.stage("copying the live version (copy-on-write)"):
             return self.dir.new_version(clone_from=live, immutable=immutable)
@@ -248,8 +266,8 @@ class Indexer:
         cfg = IndexConfig.from_json(manifest["config"])
         out = []
         for kind in cfg.retrievers:
-            cls = backend_class(kind)
             opts = cfg.backends.get(kind, {})
+            cls = backend_class(kind, opts)
             folder = pool_dir / kind
             out.append(cls.create(folder, opts) if create else cls.open(folder, opts, writable))
         return out
@@ -349,12 +367,14 @@ class Indexer:
             items = [(p, got[p].text) for p in pids if p in got]
         store.close()
         ev = {
-            k: backend_class(k).open(version / "evidence" / k, cfg.backends.get(k, {}))
+            k: backend_class(k, cfg.backends.get(k, {})).open(
+                version / "evidence" / k, cfg.backends.get(k, {})
+            )
             for k in sorted(kinds)
         }
         vecs = None
         if "dense" in ev:
-            pd = backend_class("dense").open(
+            pd = backend_class("dense", cfg.backends.get("dense", {})).open(
                 version / "perspectives" / "dense", cfg.backends.get("dense", {})
             )
             vecs = pd.vectors([p for p, _ in items])

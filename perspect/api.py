@@ -175,6 +175,8 @@ def index_config(
     dense_model: str | None = None,
     colbert_model: str | None = None,
     colbert_config: str | Path | None = None,
+    engine: str = "embedded",
+    es_url: str | None = None,
     note: Callable[[str], None] = lambda msg: None,
 ) -> IndexConfig:
     """Retrievers and their settings for a build: as given, from a colbert-ai plan.json, or the
@@ -212,7 +214,49 @@ def index_config(
         backends["colbert"] = options
     if "dense" in chosen:
         backends["dense"] = {"model": _resolved(dense_model or dense.default_model())}
+    if engine == "elasticsearch":
+        import os
+
+        from perspect.retriever.elastic import redact
+
+        url = es_url or os.environ.get("PERSPECT_ES_URL")
+        if not url:
+            raise PerspectError(
+                "the Elasticsearch backend needs a cluster URL",
+                hint="pass --es-url URL (or set PERSPECT_ES_URL)",
+            )
+        if redact(url) != url:
+            note(
+                "credentials in the URL are used for this run only: the index stores the URL "
+                "without them (set PERSPECT_ES_API_KEY or PERSPECT_ES_USER/PASSWORD for later)"
+            )
+        for kind in chosen:
+            backends[kind] = {**backends.get(kind, {}), "engine": engine, "url": redact(url)}
+    elif engine != "embedded":
+        raise PerspectError(f"unknown backend {engine!r}", hint="embedded or elasticsearch")
     return IndexConfig(retrievers=chosen, backends=backends)
+
+
+def index_engine(manifest: dict[str, Any]) -> str:
+    """ "elasticsearch" when the index's retrievers live there, else "embedded"."""
+    backends = manifest["config"].get("backends", {})
+    return (
+        "elasticsearch"
+        if any(b.get("engine") == "elasticsearch" for b in backends.values())
+        else "embedded"
+    )
+
+
+def check_engine(name: str, engine: str | None, home: str | Path | None = None) -> None:
+    """Refuse a write that names a backend other than the one the index was built on."""
+    if engine is None:
+        return
+    got = index_engine(mf.load(IndexDir(resolve_home(home), check_name(name)).current()))
+    if got != engine:
+        raise PerspectError(
+            f"index {name!r} lives on the {got} backend, not {engine}",
+            hint=f"drop --backend, or rebuild it: perspect index build --backend {engine}",
+        )
 
 
 def build_index(

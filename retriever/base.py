@@ -72,6 +72,10 @@ class Backend(ABC):
     def close(self) -> None:
         """Release files and threads."""
 
+    @classmethod
+    def on_published(cls, folder: Path, config: dict[str, Any]) -> None:
+        """Called once the version holding `folder` is live (a remote backend moves its alias)."""
+
     @staticmethod
     def immutable_file(name: str) -> bool:
         """True if the file is never modified in place once written (so it can be hard-linked)."""
@@ -90,9 +94,22 @@ def register(cls: type[Backend]) -> type[Backend]:
     return cls
 
 
-def backend_class(kind: str) -> type[Backend]:
+def backend_class(kind: str, config: dict[str, Any] | None = None) -> type[Backend]:
+    """The class serving retriever `kind`: embedded, or Elasticsearch where the retriever's
+    config says `"engine": "elasticsearch"` (perspect.retriever.elastic)."""
     from perspect.core.errors import PerspectError
 
+    engine = (config or {}).get("engine", "embedded")
+    if engine == "elasticsearch":
+        from perspect.retriever.elastic import KINDS
+
+        if kind not in KINDS:
+            raise PerspectError(f"no Elasticsearch backend for retriever {kind!r}")
+        return KINDS[kind]
+    if engine != "embedded":
+        raise PerspectError(
+            f"unknown retrieval engine {engine!r}", hint="embedded or elasticsearch"
+        )
     if kind not in _REGISTRY:
         # Importing the module registers it; keeps heavy backends out of startup when unused.
         import importlib

@@ -190,9 +190,8 @@ class Searcher:
         key = (pool, kind)
         v = self._v
         if key not in v.backends:
-            v.backends[key] = backend_class(kind).open(
-                v.version / pool / kind, v.config.backends.get(kind, {})
-            )
+            opts = v.config.backends.get(kind, {})
+            v.backends[key] = backend_class(kind, opts).open(v.version / pool / kind, opts)
         return v.backends[key]
 
     def search(

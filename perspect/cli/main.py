@@ -77,14 +77,26 @@ def _index_config(args: argparse.Namespace):
         dense_model=args.dense_model,
         colbert_model=args.colbert_model,
         colbert_config=args.colbert_config,
+        engine=args.backend,
+        es_url=args.es_url,
         note=lambda msg: _console(stderr=True).print(f"[yellow]note:[/] {literal(msg)}"),
     )
+
+
+def _engine_args(args: argparse.Namespace) -> None:
+    """`--es-url` for this run (credentials in it are used, never stored); `--backend` on a
+    write must match what the index was built with."""
+    import os
+
+    if getattr(args, "es_url", None):
+        os.environ["PERSPECT_ES_URL"] = args.es_url
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     from perspect import api
     from perspect.core.progress import RichReporter
 
+    _engine_args(args)
     config = _index_config(args)
     with RichReporter(quiet=args.quiet) as rep:
         report = api.build_index(
@@ -104,6 +116,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from perspect.core.progress import RichReporter
 
     sources = _sources(args)
+    _engine_args(args)
+    api.check_engine(args.name, args.backend, home=args.home)
     with RichReporter(quiet=args.quiet) as rep:
         report = api.add_to_index(
             args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad
@@ -132,6 +146,8 @@ def cmd_index_delete(args: argparse.Namespace) -> int:
     from perspect import api
     from perspect.core.progress import RichReporter
 
+    _engine_args(args)
+    api.check_engine(args.name, args.backend, home=args.home)
     with RichReporter(quiet=args.quiet) as rep:
         report = api.delete_from_index(args.name, args.pool, args.ids, home=args.home, reporter=rep)
     _print_report(report, "updated")
@@ -143,6 +159,9 @@ def cmd_index_status(args: argparse.Namespace) -> int:
 
     from perspect import api
 
+    _engine_args(args)
+    if args.name:
+        api.check_engine(args.name, args.backend, home=args.home)
     home, rows = api.index_status(args.name, args.home)
     if args.json:
         print(json_text({"home": str(home), "indexes": rows}))
@@ -164,7 +183,8 @@ def cmd_index_status(args: argparse.Namespace) -> int:
                 m["version"] if i == 0 else "",
                 pool,
                 f"{e['count']:,}",
-                ",".join(e["retrievers"]),
+                ",".join(e["retrievers"])
+                + (" (elasticsearch)" if api.index_engine(m) == "elasticsearch" else ""),
                 literal(", ".join(dict.fromkeys(srcs))),
                 m["updated_at"] if i == 0 else "",
             )
@@ -413,6 +433,24 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 # -- parser ------------------------------------------------------------------------------------
+def _add_backend(p: argparse.ArgumentParser, build: bool = False) -> None:
+    p.add_argument(
+        "--backend",
+        choices=["embedded", "elasticsearch"],
+        default="embedded" if build else None,
+        help="where the retrievers live: embedded (tantivy, faiss, PLAID; default) or an "
+        "Elasticsearch 8.18+/9.x cluster (credentials: PERSPECT_ES_API_KEY, or PERSPECT_ES_USER "
+        "and PERSPECT_ES_PASSWORD)"
+        if build
+        else "check that the index lives on this backend",
+    )
+    p.add_argument(
+        "--es-url",
+        metavar="URL",
+        help="Elasticsearch URL (default: $PERSPECT_ES_URL, else the one the index was built with)",
+    )
+
+
 def _add_home(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="folder holding indexes (default: $PERSPECT_HOME or ./indexes)")
 
@@ -474,11 +512,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_pool_inputs(b)
     _add_home(b)
+    _add_backend(b, build=True)
     b.set_defaults(func=cmd_index_build)
     a = idx.add_parser("add", help="add or replace items in an existing index")
     a.add_argument("--name", required=True)
     _add_pool_inputs(a)
     _add_home(a)
+    _add_backend(a)
     a.set_defaults(func=cmd_index_add)
     r = idx.add_parser(
         "rebuild",
@@ -499,11 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--ids", required=True, nargs="+")
     d.add_argument("-q", "--quiet", action="store_true")
     _add_home(d)
+    _add_backend(d)
     d.set_defaults(func=cmd_index_delete)
     s = idx.add_parser("status", help="what is in each index")
     s.add_argument("--name")
     s.add_argument("--json", action="store_true")
     _add_home(s)
+    _add_backend(s)
     s.set_defaults(func=cmd_index_status)
 
     t = sub.add_parser("train", help="train the pairwise models on PERSPECTRUM train")
@@ -602,6 +644,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
     ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
+    ep.add_argument(
+        "--equivalence-max-pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N pairs per claim through the equivalence cross-encoder "
+        "(EngineConfig.equivalence_ce_max_pairs; default: every pair that could merge)",
+    )
     ep.add_argument(
         "--reference",
         default=None,
