@@ -76,6 +76,19 @@ class EquivalenceModel:
         model.model.eval()
         return cls(model, manifest, folder, orders)
 
+    def quantized(self) -> EquivalenceModel:
+        """A copy with int8 dynamic quantization of the linear layers (CPU inference; the weights
+        on disk stay float32). Its cost in T3 is measured by `perspect eval --quantize`."""
+        import copy
+
+        import torch
+
+        model = copy.deepcopy(self.model)  # a CrossEncoder is a Module: a shallow copy shares it
+        torch.ao.quantization.quantize_dynamic(
+            model.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+        )
+        return EquivalenceModel(model, self.manifest, self.source, self.orders)
+
     def predict(self, claim: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(same point) for each (A, B) text pair of one claim: the mean over both orders, or
         (orders=1) the canonical order's."""

@@ -27,6 +27,7 @@ def run_eval(args: argparse.Namespace) -> int:
             k_persp=args.k_persp,
             limit=args.limit,
             quantize=args.quantize,
+            equivalence_max_pairs=args.equivalence_max_pairs,
             reference_file=args.reference,
             reporter=rep,
         )

@@ -32,6 +32,7 @@ def evaluate_perspectrum(
     k_persp: int | None = None,
     limit: int | None = None,
     quantize: bool = False,
+    equivalence_max_pairs: int | None = None,
     reference_file: str | Path | None = None,
     reporter: Reporter | None = None,
 ) -> dict[str, Any]:
@@ -55,7 +56,8 @@ def evaluate_perspectrum(
             kinds = tuple(retrievers.split(","))
             with reporter.stage(f"indexing pools ({'+'.join(kinds)})"):
                 searcher = pool_searcher(data, tmp, retrievers=kinds)
-        engine = Engine(searcher, model, EngineConfig(quantize=quantize))
+        cfg = EngineConfig(quantize=quantize, equivalence_ce_max_pairs=equivalence_max_pairs)
+        engine = Engine(searcher, model, cfg)
         ret_name = searcher.default_retriever
         retrieval = f"{ret_name} ({'+'.join(searcher.retrievers)}) top-{k_persp}"
         with reporter.stage(f"running the pipeline on {split}", total=len(claims)) as adv:
@@ -79,6 +81,7 @@ def evaluate_perspectrum(
             "claims": len(claims),
             "model": str(model_dir),
             "quantized": bool(quantize),
+            "equivalence_ce_max_pairs": equivalence_max_pairs,
             **decisions.to_manifest(),
             "retrieval": {
                 "perspectives": retrieval,
