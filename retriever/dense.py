@@ -162,11 +162,17 @@ class DenseBackend(Backend):
             self.model, [it.text for it in items], int(self.config["batch_size"]), progress
         )
         self._query_session()  # export the query graph now, not at a user's first search
+        self.add_encoded([it.id for it in items], vecs)
+
+    def add_encoded(self, ids: Sequence[str], vecs: np.ndarray) -> None:
+        """Store vectors already encoded by this backend's model (new ids only): what bench/scale.py
+        builds its large pools from."""
         start = len(self._ids)
-        self._ids.extend(it.id for it in items)
-        for n, it in enumerate(items):
-            self._pos[it.id] = start + n
-        self.index.add_with_ids(vecs, np.arange(start, start + len(items), dtype=np.int64))
+        self._ids.extend(ids)
+        for n, i in enumerate(ids):
+            self._pos[i] = start + n
+        vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+        self.index.add_with_ids(vecs, np.arange(start, start + len(ids), dtype=np.int64))
 
     def delete(self, ids: Sequence[str]) -> None:
         gone = [self._pos.pop(i) for i in ids if i in self._pos]
