@@ -4,7 +4,8 @@
 
 Engine: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance from
 one forward pass, equivalence from stored vectors, evidence from links precomputed at index time);
-the same with the cross-encoder int8-quantized, and on ONNX Runtime. Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
+the same with the cross-encoders int8-quantized, on ONNX Runtime, and int8 with a bounded
+equivalence budget (`--caps`: at most N pairs through the equivalence cross-encoder). Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
 equivalence head on every pair of kept perspectives, and evidence retrieved and judged by the
 evidence head per kept perspective (2 paragraphs each), no precomputation. Warm (models loaded, one
 warm-up query), one query at a time, this machine's CPUs.
@@ -63,6 +64,12 @@ def main() -> int:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "perspectrum"))
     ap.add_argument("--limit", type=int, default=60)
     ap.add_argument("--cold", type=int, default=3, help="cold `perspect search` runs (0: none)")
+    ap.add_argument(
+        "--caps",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        default=[48, 24],
+        help="also time int8 engines with these equivalence cross-encoder budgets (pairs)",
+    )
     args = ap.parse_args()
     if not (Path(args.data) / "dataset_split_v1.0.json").is_file():
         print(f"skip: no PERSPECTRUM data in {args.data}")
@@ -76,6 +83,13 @@ def main() -> int:
         args.index, home=args.home, model=args.model, config=EngineConfig(runtime="onnx")
     )
     engines = {"engine": p, "engine int8": pq, "engine onnxruntime": po}
+    for cap in args.caps:
+        engines[f"engine int8, equivalence cap {cap}"] = Perspect.open(
+            args.index,
+            home=args.home,
+            model=args.model,
+            config=EngineConfig(quantize=True, equivalence_ce_max_pairs=cap),
+        )
     if args.baseline_model:
         engines[f"engine, {args.baseline_model}"] = Perspect.open(
             args.index, home=args.home, model=args.baseline_model

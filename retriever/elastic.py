@@ -226,7 +226,11 @@ class EsBackend(Backend):
 
         def swap(es) -> None:
             alias, new = state["alias"], state["physical"]
-            old = list(es.indices.get_alias(name=alias, ignore_unavailable=True) or {})
+            old = (
+                list(es.indices.get_alias(name=alias))
+                if es.indices.exists_alias(name=alias)
+                else []
+            )
             es.indices.update_aliases(**body.alias_actions(alias, new, old))
             for name in es.indices.get(index=f"{alias}-*", expand_wildcards="open"):
                 if name not in live and name != new:
@@ -343,8 +347,14 @@ class EsColBERT(EsBackend):
 
         super().__init__(folder, config, state)
         model = state.get("model") or str(colbert.default_model())
+        fp = colbert.model_fingerprint(model)
         state.setdefault("model", model)
-        enc_state = {"model": model, "model_fingerprint": colbert.model_fingerprint(model)}
+        if state.setdefault("model_fingerprint", fp) != fp:
+            raise PerspectError(
+                f"the ColBERT model at {model} changed since this index was built",
+                hint="re-encode it: perspect index rebuild --name NAME --retriever colbert",
+            )
+        enc_state = {"model": model, "model_fingerprint": fp}
         cfg = {k: v for k, v in config.items() if k != "engine"}
         self.encoder = colbert.ColBERTBackend(folder, cfg, enc_state)
 
