@@ -96,9 +96,13 @@ def predict(
                 ]
                 if engine.equivalence_ce is not None:  # T3 is over every pair: all are scored
                     texts = [(perspectives[pids[a]], perspectives[pids[b]]) for a, b in pp]
-                    for f, x in zip(
-                        feats, engine.equivalence_ce.predict(c.text, texts), strict=True
-                    ):
+                    ce = engine.equivalence_ce.predict(c.text, texts)
+                    if engine.config.equivalence_ce_max_pairs is not None and sup:
+                        # a bounded budget: as in the engine, pairs left out count as score 0
+                        s = np.array(sup)
+                        af = equivalence_features(v, s, ij, query.vector, stems)
+                        ce = np.where(engine.ce_pairs(af, engine.decisions.may_merge(s)[ij]), ce, 0)
+                    for f, x in zip(feats, ce, strict=True):
                         f["ce"] = float(x)
             elif pp:
                 probs = model.predict(

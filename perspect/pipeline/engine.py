@@ -216,10 +216,7 @@ class Engine:
             vectors = self.dense.vectors(list(ids))
             feats = equivalence_features(vectors, support, iu, query.vector, stems)
             if "ce" in st.features:
-                need = ce_needed(st, feats, self.cluster_cut())
-                if allowed is not None:
-                    need &= allowed[iu]
-                need = _at_most(need, st, feats, self.config.equivalence_ce_max_pairs)
+                need = self.ce_pairs(feats, None if allowed is None else allowed[iu])
                 feats["ce"] = np.zeros(len(iu[0]))
                 pairs = [(texts[a], texts[b]) for a, b in zip(*(x[need] for x in iu), strict=True)]
                 sub = {k: v[need] for k, v in feats.items() if k != "ce"}
@@ -243,6 +240,16 @@ class Engine:
             for (i, j), p in zip(pairs, got, strict=True):
                 probs[i, j] = probs[j, i] = p
         return probs
+
+    def ce_pairs(self, feats: dict[str, np.ndarray], allowed: np.ndarray | None) -> np.ndarray:
+        """Which pairs go through the equivalence cross-encoder: those it could merge
+        (`ce_needed`) and `allowed` (may_merge), at most `equivalence_ce_max_pairs` of them
+        (the highest bounds). `perspect eval` applies the same selection to T3."""
+        st = self.decisions.stack("equivalence")
+        need = ce_needed(st, feats, self.cluster_cut())
+        if allowed is not None:
+            need &= allowed
+        return _at_most(need, st, feats, self.config.equivalence_ce_max_pairs)
 
     def _ce_scores(self, claim: str, pairs, stack: Stack, feats: dict[str, np.ndarray]):
         """The cross-encoder's scores of `pairs`. With both orders, the reverse pass runs only
