@@ -163,8 +163,9 @@ def child(size: int, kind: str, work: Path, queries: list[str]) -> dict:
         lens = np.load(work / "base_colbert_lens.npy")
         offs = np.concatenate([[0], np.cumsum(lens)])
         docs = [
+            # float16: PLAID stores them so anyway (its indexer casts), and 1M documents fit
             noisy(flat[offs[i % n_base] : offs[i % n_base + 1]], i, COLBERT_NOISE, n_base).astype(
-                np.float32
+                np.float16
             )
             for i in range(size)
         ]

@@ -32,7 +32,7 @@ from perspect.core.types import HitList, validate_claim
 from perspect.indexer.indexer import Indexer, Source, WriteReport
 from perspect.lab import recipe, training
 from perspect.lab.evaluate import evaluate_perspectrum
-from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback
+from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
 from perspect.reranker.model import TASKS, PairModel
 from perspect.reranker.train import PROFILES
 from perspect.retriever import colbert, dense
@@ -61,8 +61,11 @@ class Perspect:
         home: str | Path | None = None,
         model: str | Path | None = None,
         config: EngineConfig | None = None,
+        fast: bool = False,
     ) -> Perspect:
-        return cls(Searcher(name, home), model, config)
+        """`fast`: int8 cross-encoders and a bounded equivalence budget (`fast_config`), unless
+        `config` is given."""
+        return cls(Searcher(name, home), model, config or (fast_config() if fast else None))
 
     @property
     def name(self) -> str:

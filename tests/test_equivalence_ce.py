@@ -16,7 +16,14 @@ from perspect.core.perspectrum import load_claims
 from perspect.core.stack import Stack
 from perspect.lab.pools import pool_searcher
 from perspect.lab.training import recalibrate
-from perspect.pipeline.engine import Engine, EngineConfig, ce_needed, complete_link
+from perspect.pipeline.engine import (
+    FAST_EQUIVALENCE_PAIRS,
+    Engine,
+    EngineConfig,
+    ce_needed,
+    complete_link,
+    fast_config,
+)
 from perspect.reranker.equivalence_ce import (
     FORMAT,
     MANIFEST,
@@ -209,6 +216,19 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     )[1]
     capped.search(load_claims(tiny_perspectrum, "dev")[0].text)
     assert sent and max(sent) <= 1
+
+    # the fast preset: both cross-encoders int8 (copies: the fp32 ones are untouched), budget kept
+    fast = Engine(capped.searcher, PairModel.load(model_dir), fast_config())
+    assert fast.config.equivalence_ce_max_pairs == FAST_EQUIVALENCE_PAIRS
+
+    def int8(module) -> bool:
+        return any("quantized" in type(x).__module__ for x in module.modules())
+
+    assert int8(fast.equivalence_ce.model.model) and int8(fast.model.net)
+    assert not int8(capped.equivalence_ce.model.model)
+    got = fast.equivalence_ce.predict("a claim", [("one view", "another view")])
+    assert got.shape == (1,) and 0.0 <= got[0] <= 1.0
+    assert fast.search(load_claims(tiny_perspectrum, "dev")[0].text).claim
 
     # re-fitting without the flag keeps the cross-encoder; "none" drops it from the stack
     kept = recalibrate(model_dir, tiny_perspectrum).manifest

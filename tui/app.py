@@ -52,10 +52,13 @@ class PerspectApp(App[None]):
         export_dir: str | Path | None = None,
         show_timings: bool = True,
         compare: tuple[str | Path, str | Path] | None = None,
+        fast: bool = False,
     ):
-        """`compare`: two article files to open side by side (the compare screen) at start."""
+        """`compare`: two article files to open side by side (the compare screen) at start;
+        `fast`: the engine's fast preset (perspect search --fast)."""
         super().__init__()
         self.compare_paths = compare
+        self.fast = fast
         self.index_name, self.home, self.model_dir = index, home, model
         self.export_dir = Path(export_dir or ".")
         self.show_timings = show_timings
@@ -83,7 +86,9 @@ class PerspectApp(App[None]):
             self._status("comparing the two articles (loading the comparator) …")
             self.run_compare(*self.compare_paths)
         try:
-            self.perspect = Perspect.open(self.index_name, home=self.home, model=self.model_dir)
+            self.perspect = Perspect.open(
+                self.index_name, home=self.home, model=self.model_dir, fast=self.fast
+            )
         except PerspectError as e:
             self._status(
                 f"[red]{lit(e.message)}[/]" + (f"\n[dim]fix: {lit(e.hint)}[/]" if e.hint else "")
@@ -233,8 +238,9 @@ def run(
     home: str | None = None,
     model: str | None = None,
     compare: tuple[str, str] | None = None,
+    fast: bool = False,
 ) -> None:
-    PerspectApp(index=index, home=home, model=model, compare=compare).run()
+    PerspectApp(index=index, home=home, model=model, compare=compare, fast=fast).run()
 
 
 def lit(text: object) -> str:

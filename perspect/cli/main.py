@@ -197,7 +197,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from perspect.api import Perspect
 
     retrieval_only = args.retrieval_only or args.pool != "perspectives" or args.retriever
-    with Perspect.open(args.index, home=args.home, model=args.model) as p:
+    with Perspect.open(args.index, home=args.home, model=args.model, fast=args.fast) as p:
         if not retrieval_only:
             res = p.search(args.claim, k=args.k)
             if args.json:
@@ -428,7 +428,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         for f in compare:
             if not Path(f).is_file():
                 raise PerspectError(f"{f}: no such file", hint="perspect tui --compare A.md B.md")
-    run(index=args.index, home=args.home, model=args.model, compare=compare)
+    run(index=args.index, home=args.home, model=args.model, compare=compare, fast=args.fast)
     return 0
 
 
@@ -707,6 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
     u = sub.add_parser("tui", help="the interactive terminal UI")
     u.add_argument("--index", default="default")
     u.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    u.add_argument("--fast", action="store_true", help="as perspect search --fast")
     u.add_argument(
         "--compare",
         nargs=2,
@@ -732,6 +733,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="bm25, dense, colbert or hybrid (default: hybrid, RRF over the index's retrievers)",
     )
     q.add_argument("--json", action="store_true", help="print the documented JSON schema")
+    q.add_argument(
+        "--fast",
+        action="store_true",
+        help="int8 cross-encoders and at most 24 equivalence pairs: about 2x faster at p50 and "
+        "5x at p95 here, for a little clustering quality (README: Latency)",
+    )
     q.add_argument(
         "--retrieval-only",
         action="store_true",

@@ -91,6 +91,18 @@ class EngineConfig:
     news_min_similarity: float = 0.5
 
 
+FAST_EQUIVALENCE_PAIRS = 24
+
+
+def fast_config(**overrides) -> EngineConfig:
+    """Interactive speed on a small CPU, for a measured cost in T3 (README, "Latency"): int8
+    cross-encoders and at most `FAST_EQUIVALENCE_PAIRS` pairs through the equivalence
+    cross-encoder. `perspect search --fast`, `perspect tui --fast`, `Perspect.open(fast=True)`."""
+    return EngineConfig(
+        **{"quantize": True, "equivalence_ce_max_pairs": FAST_EQUIVALENCE_PAIRS, **overrides}
+    )
+
+
 def check_k(k: int | None, default: int) -> int:
     """A caller's cluster count: None means the default; anything else must be 1..MAX_K."""
     if k is None:
