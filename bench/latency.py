@@ -70,6 +70,17 @@ def main() -> int:
         default=[48, 24],
         help="also time int8 engines with these equivalence cross-encoder budgets (pairs)",
     )
+    ap.add_argument(
+        "--caps-fp32-equivalence",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        default=[],
+        help="also time an int8 pair model with the fp32 equivalence cross-encoder, these budgets",
+    )
+    ap.add_argument(
+        "--only-variants",
+        action="store_true",
+        help="time the default engine and the --caps variants only (no int8 / ONNX rows, naive)",
+    )
     args = ap.parse_args()
     if not (Path(args.data) / "dataset_split_v1.0.json").is_file():
         print(f"skip: no PERSPECTRUM data in {args.data}")
@@ -82,7 +93,18 @@ def main() -> int:
     po = Perspect.open(
         args.index, home=args.home, model=args.model, config=EngineConfig(runtime="onnx")
     )
-    engines = {"engine": p, "engine int8": pq, "engine onnxruntime": po}
+    engines = {"engine": p} if args.only_variants else {"engine": p, "engine int8": pq}
+    if not args.only_variants:
+        engines["engine onnxruntime"] = po
+    for cap in args.caps_fp32_equivalence:
+        engines[f"engine int8 pair model, fp32 equivalence, cap {cap}"] = Perspect.open(
+            args.index,
+            home=args.home,
+            model=args.model,
+            config=EngineConfig(
+                quantize=True, quantize_equivalence=False, equivalence_ce_max_pairs=cap
+            ),
+        )
     for cap in args.caps:
         engines[f"engine int8, equivalence cap {cap}"] = Perspect.open(
             args.index,
@@ -113,7 +135,7 @@ def main() -> int:
     print("| pipeline | p50 ms | p95 ms | mean ms | clusters/claim |")
     print("|---|---|---|---|---|")
     stage_times: dict[str, list[float]] = {}
-    for name in (*engines, "naive"):
+    for name in (*engines, *(() if args.only_variants else ("naive",))):
         times, sizes = [], []
         for c in claims:
             t0 = time.perf_counter()

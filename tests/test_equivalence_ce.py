@@ -226,6 +226,12 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
 
     assert int8(fast.equivalence_ce.model.model) and int8(fast.model.net)
     assert not int8(capped.equivalence_ce.model.model)
+    mixed = Engine(
+        capped.searcher,
+        PairModel.load(model_dir),
+        EngineConfig(quantize=True, quantize_equivalence=False),
+    )
+    assert int8(mixed.model.net) and not int8(mixed.equivalence_ce.model.model)
     got = fast.equivalence_ce.predict("a claim", [("one view", "another view")])
     assert got.shape == (1,) and 0.0 <= got[0] <= 1.0
     assert fast.search(load_claims(tiny_perspectrum, "dev")[0].text).claim

@@ -28,6 +28,7 @@ def run_eval(args: argparse.Namespace) -> int:
             limit=args.limit,
             quantize=args.quantize,
             equivalence_max_pairs=args.equivalence_max_pairs,
+            quantize_equivalence=False if args.fp32_equivalence else None,
             reference_file=args.reference,
             reporter=rep,
         )

@@ -645,6 +645,11 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
     ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
     ep.add_argument(
+        "--fp32-equivalence",
+        action="store_true",
+        help="with --quantize: keep the equivalence cross-encoder in float32",
+    )
+    ep.add_argument(
         "--equivalence-max-pairs",
         type=int,
         default=None,

@@ -33,6 +33,7 @@ def evaluate_perspectrum(
     limit: int | None = None,
     quantize: bool = False,
     equivalence_max_pairs: int | None = None,
+    quantize_equivalence: bool | None = None,
     reference_file: str | Path | None = None,
     reporter: Reporter | None = None,
 ) -> dict[str, Any]:
@@ -56,7 +57,11 @@ def evaluate_perspectrum(
             kinds = tuple(retrievers.split(","))
             with reporter.stage(f"indexing pools ({'+'.join(kinds)})"):
                 searcher = pool_searcher(data, tmp, retrievers=kinds)
-        cfg = EngineConfig(quantize=quantize, equivalence_ce_max_pairs=equivalence_max_pairs)
+        cfg = EngineConfig(
+            quantize=quantize,
+            quantize_equivalence=quantize_equivalence,
+            equivalence_ce_max_pairs=equivalence_max_pairs,
+        )
         engine = Engine(searcher, model, cfg)
         ret_name = searcher.default_retriever
         retrieval = f"{ret_name} ({'+'.join(searcher.retrievers)}) top-{k_persp}"
@@ -82,6 +87,9 @@ def evaluate_perspectrum(
             "model": str(model_dir),
             "quantized": bool(quantize),
             "equivalence_ce_max_pairs": equivalence_max_pairs,
+            "quantized_equivalence": engine.config.quantize
+            if quantize_equivalence is None
+            else quantize_equivalence,
             **decisions.to_manifest(),
             "retrieval": {
                 "perspectives": retrieval,

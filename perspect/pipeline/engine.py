@@ -67,6 +67,9 @@ class EngineConfig:
     min_overlap: float = 0.2  # stem Jaccard for an equivalence candidate pair
     thin_side: float = 0.25  # warn when a side has less than this share of clusters
     quantize: bool = False  # int8 dynamic quantization of the cross-encoders (bench/latency.py)
+    # the equivalence cross-encoder's own choice (None: as `quantize`): its int8 scores correlate
+    # .70 with fp32 (160 pairs) and cost T3 over clusters 1.5, where the pair model's cost nothing
+    quantize_equivalence: bool | None = None
     # The cross-encoder's runtime. ONNX Runtime lost here on batches of pairs (bench/models.py:
     # relevance+stance 90 vs 97 pairs/s, evidence 12 vs 16; engine p50 530 vs 424 ms), unlike
     # on single short ColBERT queries, so PyTorch is the default; "onnx" opts in.
@@ -136,7 +139,8 @@ class Engine:
             self.model = model
         self.decisions = decisions or Decisions.from_manifest(model.manifest)
         self.equivalence_ce = load_for(model.manifest, model.origin)
-        if self.config.quantize and self.equivalence_ce is not None:
+        q_eq = self.config.quantize_equivalence
+        if (self.config.quantize if q_eq is None else q_eq) and self.equivalence_ce is not None:
             self.equivalence_ce = self.equivalence_ce.quantized()
         eq = self.decisions.stack("equivalence")
         if eq is not None and "ce" in eq.features and not self.equivalence_ce:
