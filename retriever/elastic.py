@@ -272,12 +272,16 @@ class EsBM25(EsBackend):
     def _documents(self, items: Sequence[Item]) -> list[dict[str, Any]]:
         return body.index_actions(self.physical, [(it.id, it.text) for it in items])
 
+    _analyzer = None  # built once: the engine asks for the stems of every kept perspective
+
     def tokens(self, text: str) -> list[str]:
         """The engine's word stems (equivalence features): the embedded analyzer, locally, so a
         search makes no extra round trips."""
-        from perspect.retriever.bm25 import _analyzer
+        if EsBM25._analyzer is None:
+            from perspect.retriever.bm25 import _analyzer
 
-        return _analyzer().analyze(text)
+            EsBM25._analyzer = _analyzer()
+        return EsBM25._analyzer.analyze(text)
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         return self._search(body.bm25_query(query, k)) if k > 0 and query.strip() else []

@@ -84,8 +84,8 @@ def _index_config(args: argparse.Namespace):
 
 
 def _engine_args(args: argparse.Namespace) -> None:
-    """`--es-url` for this run (credentials in it are used, never stored); `--backend` on a
-    write must match what the index was built with."""
+    """`--es-url` for this run (credentials in it are used, never stored; the index keeps the
+    URL without them). `--backend` is checked by `api.check_engine`."""
     import os
 
     if getattr(args, "es_url", None):
