@@ -29,6 +29,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 demo: setup data
 	$(BIN)/perspect models verify
+	$(BIN)/perspect models prepare
 	$(BIN)/perspect index build --name default \
 	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \

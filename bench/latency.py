@@ -3,9 +3,12 @@
     python bench/latency.py [--index default] [--home indexes] [--model models/pair] [--limit N]
 
 Engine: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance from
-one forward pass, equivalence from stored vectors, evidence from links precomputed at index time);
-the same with the cross-encoders int8-quantized, on ONNX Runtime, and int8 with a bounded
-equivalence budget (`--caps`: at most N pairs through the equivalence cross-encoder). Naive: the same cross-encoder on BM25 top-k with separate relevance and stance passes, the
+one forward pass, equivalence from stored vectors and the equivalence cross-encoder, evidence from
+links precomputed at index time), its models served on ONNX Runtime (the default); the same on
+PyTorch, with the cross-encoders int8-quantized (PyTorch), and int8 with a bounded equivalence
+budget (`--caps`: at most N pairs through the equivalence cross-encoder). Cold start: a first
+`perspect search` in a new process. Naive: the same cross-encoder on BM25 top-k with separate
+relevance and stance passes, the
 equivalence head on every pair of kept perspectives, and evidence retrieved and judged by the
 evidence head per kept perspective (2 paragraphs each), no precomputation. Warm (models loaded, one
 warm-up query), one query at a time, this machine's CPUs.
@@ -79,7 +82,7 @@ def main() -> int:
     ap.add_argument(
         "--only-variants",
         action="store_true",
-        help="time the default engine and the --caps variants only (no int8 / ONNX rows, naive)",
+        help="time the default engine and the --caps variants only (no int8 / PyTorch rows, naive)",
     )
     args = ap.parse_args()
     if not (Path(args.data) / "dataset_split_v1.0.json").is_file():
@@ -90,12 +93,12 @@ def main() -> int:
     pq = Perspect.open(
         args.index, home=args.home, model=args.model, config=EngineConfig(quantize=True)
     )
-    po = Perspect.open(
-        args.index, home=args.home, model=args.model, config=EngineConfig(runtime="onnx")
+    pt = Perspect.open(
+        args.index, home=args.home, model=args.model, config=EngineConfig(runtime="torch")
     )
     engines = {"engine": p} if args.only_variants else {"engine": p, "engine int8": pq}
     if not args.only_variants:
-        engines["engine onnxruntime"] = po
+        engines["engine pytorch"] = pt
     for cap in args.caps_fp32_equivalence:
         engines[f"engine int8 pair model, fp32 equivalence, cap {cap}"] = Perspect.open(
             args.index,

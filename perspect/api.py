@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perspect.core import bundle, paths
 from perspect.core import manifest as mf
@@ -30,13 +30,14 @@ from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
 from perspect.core.types import HitList, validate_claim
 from perspect.indexer.indexer import Indexer, Source, WriteReport
-from perspect.lab import recipe, training
 from perspect.lab.evaluate import evaluate_perspectrum
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
 from perspect.reranker.model import TASKS, PairModel
-from perspect.reranker.train import PROFILES
 from perspect.retriever import colbert, dense
 from perspect.retriever.searcher import Searcher
+
+if TYPE_CHECKING:
+    from perspect.lab import recipe
 
 
 class Perspect:
@@ -94,15 +95,21 @@ class Perspect:
         """The full pipeline; loads the models on first use (raises ModelError if missing)."""
         with self._lock:
             if self._engine is None:
+                config = self._config or EngineConfig()
+                # ONNX Runtime serves the exported graphs without torch or transformers in the
+                # process (most of a cold start); the Engine exports what is missing
+                serve = config.runtime == "onnx"
+                self._searcher.warm_in_background(("perspectives", "news"))
+                model = PairModel.serving(self._model_dir, int8=config.quantize) if serve else None
                 self._engine = Engine(
                     self._searcher,
-                    PairModel.load(self._model_dir),
-                    self._config,
-                    comparator=self._comparator(),
+                    model or PairModel.load(self._model_dir),
+                    config,
+                    comparator=self._comparator(serve),
                 )
             return self._engine
 
-    def _comparator(self):
+    def _comparator(self, serve: bool = False):
         """The ClaimDiff comparator where the index has news to tie to the claim (else None: the
         model is not loaded for nothing); a damaged one is an error, a missing one means no news."""
         if not self._searcher.pools.get("news"):
@@ -112,7 +119,7 @@ class Perspect:
             return None
         from perspect.reranker.comparator import Comparator
 
-        return Comparator.load(folder)
+        return (Comparator.serving(folder) if serve else None) or Comparator.load(folder)
 
     def search(
         self,
@@ -166,6 +173,7 @@ __all__ = [
     "index_status",
     "make_models",
     "models",
+    "prepare_models",
     "rebuild_index",
     "train",
     "verify_models",
@@ -336,11 +344,13 @@ def _resolved(model: str) -> str:
 
 
 # -- models ------------------------------------------------------------------------------------
-ENCODERS = {  # --task -> (trainer, default output folder, what it trains)
-    "colbert": (training.train_colbert, paths.colbert_model, "ColBERT"),
-    "dense": (training.train_dense, lambda: paths.models_dir() / "dense", "the dense encoder"),
+# The training stack (perspect.lab.training, reranker.train) imports torch at its top: 1.5 s
+# that a search never needs, so the functions below import it when they run.
+ENCODERS = {  # --task -> (trainer in perspect.lab.training, default output folder, what it trains)
+    "colbert": ("train_colbert", paths.colbert_model, "ColBERT"),
+    "dense": ("train_dense", lambda: paths.models_dir() / "dense", "the dense encoder"),
     "equivalence-ce": (
-        training.train_equivalence,
+        "train_equivalence",
         paths.equivalence_model,
         "the equivalence cross-encoder",
     ),
@@ -379,13 +389,18 @@ def train(
     "average"); see `perspect train --help` for the tasks. For the pair model, `train_layers`
     overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
     rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
+    from perspect.lab import training
+    from perspect.reranker.train import PROFILES
+
     reporter = reporter or NullReporter()
     if task == "claimdiff":
         return _train_comparator(data, out, base, profile, max_minutes, reporter, log)
     if task in ENCODERS:
         trainer, default_out, what = ENCODERS[task]
         out = Path(out) if out else default_out()
-        m = trainer(data, out, base=base, profile=profile, reporter=reporter, log=log)
+        m = getattr(training, trainer)(
+            data, out, base=base, profile=profile, reporter=reporter, log=log
+        )
         return TrainResult(task, out, what, m)
     out = Path(out or paths.pair_model())
     if task == "average":
@@ -459,6 +474,8 @@ def _train_comparator(data, out, base, profile, max_minutes, reporter, log):
 
 
 def _profile(name: str, train_layers: int | str | None, max_minutes: float | None):
+    from perspect.reranker.train import PROFILES
+
     prof = PROFILES[name]
     if train_layers == "all":
         prof = dataclasses.replace(prof, train_layers=None, lr=prof.lr / 2)
@@ -490,6 +507,66 @@ def verify_models(folder: str | Path | None = None) -> dict[str, list[str]]:
     return {e.name: bundle.verify(e) for e in models(folder)}
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One model's serving graph after `prepare_models`: served on ONNX Runtime or not."""
+
+    name: str
+    served: bool
+    seconds: float
+
+
+def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
+    """Export the ONNX graphs a search serves its models from (the pair model, the equivalence
+    cross-encoder, the comparator, the dense and ColBERT query encoders), so that the first
+    search of a process loads neither torch nor transformers for them; each graph is made once
+    per weights (5-20 s), and a search would make a missing one itself, slowly."""
+    import time
+
+    from perspect.reranker.comparator import Comparator
+    from perspect.reranker.equivalence_ce import EquivalenceModel
+
+    root = models_dir(folder)
+    done: list[Prepared] = []
+
+    def step(name: str, entry: Path, make: Callable[[Path], bool]) -> None:
+        if bundle.is_bundle(entry) or (entry / "manifest.json").is_file():
+            t0 = time.perf_counter()
+            done.append(Prepared(name, make(entry), time.perf_counter() - t0))
+
+    def pair(p: Path) -> bool:
+        if PairModel.serving(p) is None:
+            PairModel.load(p).for_inference()
+        return PairModel.serving(p) is not None
+
+    def equivalence(p: Path) -> bool:
+        if EquivalenceModel.serving(p) is None:
+            EquivalenceModel.load(p).for_inference()
+        return EquivalenceModel.serving(p) is not None
+
+    def comparator(p: Path) -> bool:
+        if Comparator.serving(p) is None:
+            Comparator.load(p).for_inference()
+        return Comparator.serving(p) is not None
+
+    def dense_query(p: Path) -> bool:
+        return dense.DenseBackend(p / "unused", {"model": str(p)})._query_session() is not None
+
+    def colbert_query(p: Path) -> bool:
+        from perspect.retriever import onnx_query
+
+        path = str(p.resolve())
+        model = colbert.load_colbert(path)
+        return onnx_query.session(model, path, colbert.model_fingerprint(path)) is not None
+
+    step("pair", root / "pair", pair)
+    step("equivalence", root / "equivalence", equivalence)
+    step("comparator", root / "comparator", comparator)
+    step("dense", root / "dense", dense_query)
+    step("colbert", root / "colbert", colbert_query)
+    return done
+
+
 def make_models(
     data: str | Path = Path("data") / "perspectrum",
     folder: str | Path | None = None,
@@ -504,6 +581,8 @@ def make_models(
     log: Callable[[str], None] = print,
 ) -> list[recipe.Outcome]:
     """`make models`: every bundle step whose inputs changed (or that never ran), in order."""
+    from perspect.lab import recipe
+
     steps = recipe.steps(stance_rounds, colbert, comparator)
     other = recipe.OtherData(Path(claimdiff)) if claimdiff else recipe.OtherData()
     return recipe.make(

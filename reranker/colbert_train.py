@@ -83,7 +83,8 @@ def train_colbert(
         load_evidence,
         load_perspectives,
     )
-    from perspect.reranker.model import freeze_lower, resolve_base
+    from perspect.reranker.model import resolve_base
+    from perspect.reranker.pair_net import freeze_lower
     from perspect.reranker.st_training import (
         budget_callback,
         save_model,

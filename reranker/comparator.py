@@ -23,15 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from safetensors.torch import load_file, save_file
-from torch import nn
 
-from perspect.core import bundle, paths
+from perspect.core import bundle, onnxrt, paths
 from perspect.core.claimdiff import RELATIONS
 from perspect.core.errors import ModelError
-from perspect.reranker.lora import add_lora, lora_state, merge_lora
-from perspect.reranker.model import load_encoder
+from perspect.core.tokens import TextTokenizer
 
 FORMAT = "perspect.comparator/1"
 ADAPTER = "adapter.safetensors"
@@ -39,6 +35,7 @@ HEADS = "heads.safetensors"
 MANIFEST = "manifest.json"
 RECORD = ("base_model", "code", "data", "profile", "training", "total_seconds", "dev_metrics")
 DEFAULT_MAX_LENGTH = 128  # ClaimDiff pairs: p99 111 wordpieces
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 @dataclass(frozen=True)
@@ -55,36 +52,23 @@ class Relation:
         return tuple(a[s:e] for s, e in self.rationale)
 
 
-class ComparatorNet(nn.Module):
-    def __init__(self, encoder: nn.Module):
-        super().__init__()
-        self.encoder = encoder
-        hidden = encoder.config.hidden_size
-        self.relation = nn.Linear(hidden, len(RELATIONS))
-        self.rationale = nn.Linear(hidden, 1)
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        states = self.encoder(**batch).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
-        pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        return self.relation(pooled), self.rationale(states).squeeze(-1)
-
-    def heads_state(self) -> dict[str, torch.Tensor]:
-        return {
-            f"{name}.{k}": v.detach().contiguous()
-            for name in ("relation", "rationale")
-            for k, v in getattr(self, name).state_dict().items()
-        }
-
-
 class Comparator:
-    def __init__(self, tokenizer, net: ComparatorNet, manifest: dict[str, Any]):
-        self.tokenizer = tokenizer
-        self.net = net
+    """Tokenizer + network (PyTorch), or tokenizer + exported graph (`Comparator.serving`: ONNX
+    Runtime, no torch in the process); both give the same probabilities (tested)."""
+
+    def __init__(self, tokenizer, net, manifest: dict[str, Any], origin: Path | None = None):
+        self.tokenizer = tokenizer  # transformers' tokenizer, or a TextTokenizer when serving
+        self.net = net  # a comparator_net.ComparatorNet, or None (ONNX Runtime only)
         self.manifest = manifest
+        self.origin = origin  # the bundle entry it was loaded from: where its graph lives
+        self._onnx = None
 
     @classmethod
     def from_base(cls, base: str | None = None, rank: int = 16, alpha: float = 32.0) -> Comparator:
+        from perspect.reranker.comparator_net import ComparatorNet
+        from perspect.reranker.lora import add_lora
+        from perspect.reranker.pair_net import load_encoder
+
         tok, enc = load_encoder(paths.resolve_base(base))
         add_lora(enc, rank, alpha)
         manifest = {
@@ -100,15 +84,27 @@ class Comparator:
         }
         return cls(tok, ComparatorNet(enc), manifest)
 
-    @classmethod
-    def load(cls, folder: str | Path) -> Comparator:
-        folder = bundle.resolve(Path(folder))
+    @staticmethod
+    def _manifest(origin: Path) -> tuple[Path, dict[str, Any]]:
+        folder = bundle.resolve(origin)
         manifest = bundle.read_manifest(
             folder, MANIFEST, FORMAT, "comparator", "perspect train --task claimdiff"
         )
         for f in ("encoder", ADAPTER, HEADS):
             if not (folder / f).exists():
                 raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
+        return folder, manifest
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Comparator:
+        from safetensors.torch import load_file
+
+        from perspect.reranker.comparator_net import ComparatorNet
+        from perspect.reranker.lora import add_lora, merge_lora
+        from perspect.reranker.pair_net import load_encoder
+
+        origin = Path(folder)
+        folder, manifest = cls._manifest(origin)
         tok, enc = load_encoder(str(folder / "encoder"))
         add_lora(enc, manifest["lora"]["rank"], manifest["lora"]["alpha"])
         net = ComparatorNet(enc)
@@ -123,11 +119,58 @@ class Comparator:
         )
         merge_lora(net.encoder)  # inference only: a loaded comparator is not trained further
         net.eval()
-        return cls(tok, net, manifest)
+        return cls(tok, net, manifest, origin)
+
+    @staticmethod
+    def _fingerprint(origin: Path) -> str:
+        return onnxrt.files_fingerprint(origin, ("encoder/*.safetensors", ADAPTER, HEADS))
+
+    @classmethod
+    def serving(cls, folder: str | Path) -> Comparator | None:
+        """The saved comparator on ONNX Runtime without torch, or None when its graph is not
+        exported for these weights yet (`load(...).for_inference()` exports it)."""
+        origin = Path(folder)
+        full, manifest = cls._manifest(origin)
+        sess = onnxrt.existing(origin, "comparator", cls._fingerprint(origin))
+        if sess is None:
+            return None
+        cmp = cls(TextTokenizer(full / "encoder"), None, manifest, origin)
+        cmp._onnx = sess
+        return cmp
+
+    def for_inference(self) -> Comparator:
+        """This loaded comparator on ONNX Runtime (its graph exported into `<entry>/onnx/` at the
+        first call), or itself where that cannot be done."""
+        if self._onnx is not None or self.origin is None or self.net is None:
+            return self
+
+        def make(path: Path) -> None:
+            from perspect.reranker.comparator_net import Exported
+
+            ex = self.encode([("a claim", "another claim on it")] * 2)
+            onnxrt.export(
+                Exported(self.net),
+                {n: ex[n] for n in ONNX_INPUTS},
+                path,
+                {0: "batch", 1: "length"},
+                ("relation", "rationale"),
+            )
+
+        sess = onnxrt.session(self.origin, "comparator", self._fingerprint(self.origin), make)
+        if sess is None:
+            return self
+        fast = Comparator(self.tokenizer, self.net, self.manifest, self.origin)
+        fast._onnx = sess
+        return fast
 
     def save(self, folder: str | Path) -> None:
         """Pack into a bundle entry: the encoder comes from the base package, the entry holds the
         adapters, the heads and the manifest (replaced whole)."""
+        from safetensors.torch import save_file
+
+        from perspect.reranker.lora import lora_state
+        from perspect.reranker.pair_net import load_encoder
+
         folder = Path(folder)
         self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.manifest["code"] = bundle.code_version()
@@ -166,31 +209,55 @@ class Comparator:
             return_offsets_mapping=offsets,
         )
 
-    @torch.inference_mode()
+    def _forward(self, pairs: Sequence[tuple[str, str]]):
+        """Relation logits (n, 3), rationale logits (n, length), and per row the offsets and
+        sequence ids of its tokens."""
+        if self._onnx is not None:
+            a, b = zip(*pairs, strict=True)
+            if isinstance(self.tokenizer, TextTokenizer):
+                feats, encs = self.tokenizer.encode(a, b, self.manifest["max_length"])
+                offs = [e.offsets for e in encs]
+                seqs = [e.sequence_ids for e in encs]
+            else:
+                enc = self.encode(pairs, offsets=True)
+                offs = enc.pop("offset_mapping").tolist()
+                seqs = [enc.sequence_ids(r) for r in range(len(pairs))]
+                feats = {k: v.numpy() for k, v in enc.items()}
+            rel, tag = onnxrt.run_all(self._onnx, feats, ONNX_INPUTS)
+            return rel, tag, offs, seqs
+        import torch
+
+        enc = self.encode(pairs, offsets=True)
+        offs = enc.pop("offset_mapping").tolist()
+        with torch.inference_mode():
+            rel, tag = self.net(enc)
+        seqs = [enc.sequence_ids(r) for r in range(len(pairs))]
+        return rel.float().numpy(), tag.float().numpy(), offs, seqs
+
     def scores(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, rationale: bool = True
     ) -> tuple[np.ndarray, list[list[tuple[int, int, float]]]]:
         """(n, 3) relation probabilities in RELATIONS order, and per pair the tokens of A with
         their character offsets and rationale probability."""
-        self.net.eval()
+        if self.net is not None:
+            self.net.eval()
         probs = np.zeros((len(pairs), len(RELATIONS)), dtype=np.float32)
         toks: list[list[tuple[int, int, float]]] = [[] for _ in pairs]
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         for s in range(0, len(order), batch_size):
             idx = order[s : s + batch_size]
-            enc = self.encode([pairs[i] for i in idx], offsets=True)
-            offs = enc.pop("offset_mapping")
-            rel, tag = self.net(enc)
-            probs[idx] = torch.softmax(rel.float(), -1).numpy()
+            rel, tag, offs, seqs = self._forward([pairs[i] for i in idx])
+            rel = rel - rel.max(-1, keepdims=True)
+            e = np.exp(rel)
+            probs[idx] = e / e.sum(-1, keepdims=True)
             if not rationale:
                 continue
-            tag_p = torch.sigmoid(tag.float()).numpy()
+            tag_p = 1.0 / (1.0 + np.exp(-tag))
             for row, i in enumerate(idx):
-                seq = enc.sequence_ids(row)
                 toks[i] = [
-                    (int(offs[row, t, 0]), int(offs[row, t, 1]), float(tag_p[row, t]))
-                    for t, sid in enumerate(seq)
-                    if sid == 0 and offs[row, t, 1] > offs[row, t, 0]
+                    (int(o[0]), int(o[1]), float(tag_p[row, t]))
+                    for t, (o, sid) in enumerate(zip(offs[row], seqs[row], strict=False))
+                    if sid == 0 and o[1] > o[0]
                 ]
         return probs, toks
 

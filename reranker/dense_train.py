@@ -115,7 +115,7 @@ def train_dense(
         load_perspectives,
         tune_claims_of,
     )
-    from perspect.reranker.model import freeze_lower
+    from perspect.reranker.pair_net import freeze_lower
     from perspect.reranker.st_training import (
         budget_callback,
         save_model,

@@ -28,12 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle
+from perspect.core import bundle, onnxrt
 from perspect.core.errors import ModelError
+from perspect.core.tokens import TextTokenizer
 
 FORMAT = "perspect.equivalence-ce/1"
 MANIFEST = "perspect_manifest.json"
 ORDERS = 2  # orders a pair is scored in (averaged); fits made before `orders` used 1
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+INT8 = "onnx-dynamic-int8-per-channel"  # the manifest's "quantized" of an int8 graph
 
 
 def canonical(a: str, b: str) -> tuple[str, str]:
@@ -46,35 +49,123 @@ def pair_input(claim: str, a: str, b: str) -> tuple[str, str]:
 
 
 class EquivalenceModel:
-    """P(two perspectives make the same point with respect to the claim)."""
+    """P(two perspectives make the same point with respect to the claim).
+
+    Scored by the CrossEncoder (PyTorch), or by its exported graph (`serving`, `for_inference`:
+    ONNX Runtime with a `tokenizers` tokenizer, no torch in the process; same scores, tested)."""
 
     def __init__(
-        self, model, manifest: dict[str, Any], source: Path | None = None, orders: int = ORDERS
+        self,
+        model,
+        manifest: dict[str, Any],
+        source: Path | None = None,
+        orders: int = ORDERS,
+        origin: Path | None = None,
     ):
         if orders not in (1, 2):
             raise ModelError(f"a pair is scored in 1 or 2 orders, not {orders}")
-        self.model = model
+        self.model = model  # a CrossEncoder, or None when served by ONNX Runtime
         self.manifest = manifest
         self.source = source
         self.orders = orders
+        self.origin = origin or source  # the folder asked for: where its graph lives
+        self._onnx = None  # (session, tokenizer)
 
-    @classmethod
-    def load(cls, folder: str | Path, orders: int = ORDERS) -> EquivalenceModel:
-        folder = bundle.resolve(folder)
+    @staticmethod
+    def _manifest(folder: str | Path) -> tuple[Path, dict[str, Any]]:
+        full = bundle.resolve(folder)
         manifest = bundle.read_manifest(
-            folder,
+            full,
             MANIFEST,
             FORMAT,
             "equivalence cross-encoder",
             "perspect train --task equivalence-ce",
         )
+        return full, manifest
+
+    @classmethod
+    def load(cls, folder: str | Path, orders: int = ORDERS) -> EquivalenceModel:
+        full, manifest = cls._manifest(folder)
         from sentence_transformers.cross_encoder import CrossEncoder
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
-        model = CrossEncoder(str(folder), device="cpu", max_length=manifest["max_length"])
+        hf_logging.disable_progress_bar()  # "Loading weights" bars would garble our output
+        model = CrossEncoder(str(full), device="cpu", max_length=manifest["max_length"])
         model.model.eval()
-        return cls(model, manifest, folder, orders)
+        return cls(model, manifest, full, orders, Path(folder))
+
+    @staticmethod
+    def _fingerprint(origin: Path) -> str:
+        return onnxrt.files_fingerprint(origin, ("*.safetensors", "config.json"))
+
+    @classmethod
+    def serving(
+        cls, folder: str | Path, orders: int = ORDERS, int8: bool = False
+    ) -> EquivalenceModel | None:
+        """The saved cross-encoder on ONNX Runtime without torch (`int8`: its int8 copy), or
+        None when that graph is not made for these weights yet (`load(...).for_inference()`
+        makes it)."""
+        origin = Path(folder)
+        full, manifest = cls._manifest(origin)
+        name = "equivalence.int8" if int8 else "equivalence"
+        sess = onnxrt.existing(origin, name, cls._fingerprint(origin))
+        if sess is None:
+            return None
+        if int8:
+            manifest = {**manifest, "quantized": INT8}
+        ce = cls(None, manifest, full, orders, origin)
+        ce._onnx = (sess, TextTokenizer(full))
+        return ce
+
+    def for_inference(self, int8: bool = False) -> EquivalenceModel:
+        """This cross-encoder on ONNX Runtime (graph exported into `<folder>/onnx/` at the first
+        call; `int8`: and its int8 copy made), or itself where that cannot be done (no folder,
+        a PyTorch-quantized copy)."""
+        if self._onnx is not None and bool(self.manifest.get("quantized")) == int8:
+            return self
+        if self.model is None:  # served: the other precision is served from the same folder
+            other = EquivalenceModel.serving(self.origin, self.orders, int8)
+            return other or EquivalenceModel.load(self.origin, self.orders).for_inference(int8)
+        if self.origin is None or self.manifest.get("quantized"):
+            return self
+
+        def make(path: Path) -> None:
+            import torch
+
+            class Scores(torch.nn.Module):
+                def __init__(self, m):
+                    super().__init__()
+                    self.m = m
+
+                def forward(self, input_ids, attention_mask, token_type_ids):
+                    out = self.m(
+                        input_ids=input_ids,
+                        attention_mask=attention_mask,
+                        token_type_ids=token_type_ids,
+                    ).logits
+                    return torch.sigmoid(out[:, 0])
+
+            ex = self.model.tokenizer(
+                [["a claim [SEP] one point", "another point"]] * 2,
+                padding=True,
+                truncation=True,
+                return_tensors="pt",
+            )
+            onnxrt.export(
+                Scores(self.model.model), {n: ex[n] for n in INPUTS}, path, {0: "batch", 1: "len"}
+            )
+
+        fp = self._fingerprint(self.origin)
+        sess = onnxrt.session(self.origin, "equivalence", fp, make)
+        if sess is not None and int8:
+            sess = onnxrt.quantized(self.origin, "equivalence", fp)
+        if sess is None:
+            return self
+        manifest = {**self.manifest, "quantized": INT8} if int8 else self.manifest
+        ce = EquivalenceModel(self.model, manifest, self.source, self.orders, self.origin)
+        ce._onnx = (sess, TextTokenizer(self.source))
+        return ce
 
     def quantized(self) -> EquivalenceModel:
         """A copy with int8 dynamic quantization of the linear layers (CPU inference; the weights
@@ -83,11 +174,14 @@ class EquivalenceModel:
 
         import torch
 
+        if self.model is None:  # served by ONNX Runtime: int8 is PyTorch's, so load the model
+            return EquivalenceModel.load(self.origin, self.orders).quantized()
         model = copy.deepcopy(self.model)  # a CrossEncoder is a Module: a shallow copy shares it
         torch.ao.quantization.quantize_dynamic(
             model.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
         )
-        return EquivalenceModel(model, self.manifest, self.source, self.orders)
+        manifest = {**self.manifest, "quantized": "dynamic-int8"}
+        return EquivalenceModel(model, manifest, self.source, self.orders, self.origin)
 
     def predict(self, claim: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(same point) for each (A, B) text pair of one claim: the mean over both orders, or
@@ -105,8 +199,18 @@ class EquivalenceModel:
             return np.zeros(0)
         ordered = [canonical(a, b) for a, b in pairs]
         inputs = [pair_input(claim, *((b, a) if reverse else (a, b))) for a, b in ordered]
-        got = self.model.predict(inputs, batch_size=64, show_progress_bar=False)
-        return np.asarray(got, dtype=np.float64)
+        if self._onnx is None:
+            got = self.model.predict(inputs, batch_size=64, show_progress_bar=False)
+            return np.asarray(got, dtype=np.float64)
+        sess, tok = self._onnx
+        out = np.zeros(len(inputs), dtype=np.float64)
+        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i][0]) + len(inputs[i][1]))
+        for s in range(0, len(order), 64):  # length-sorted batches: little padding
+            idx = order[s : s + 64]
+            a, b = zip(*(inputs[i] for i in idx), strict=True)
+            feats = tok.encode(a, b, int(self.manifest["max_length"]))[0]
+            out[idx] = onnxrt.run(sess, feats, INPUTS)
+        return out
 
 
 def attach(manifest: dict[str, Any], model_dir: str | Path, folder: str | Path) -> None:
@@ -121,8 +225,11 @@ def attach(manifest: dict[str, Any], model_dir: str | Path, folder: str | Path) 
     }
 
 
-def load_for(manifest: dict[str, Any], model_dir: Path | None) -> EquivalenceModel | None:
-    """The cross-encoder a pair model's manifest names, or None when it names none."""
+def load_for(
+    manifest: dict[str, Any], model_dir: Path | None, serving: bool = False, int8: bool = False
+) -> EquivalenceModel | None:
+    """The cross-encoder a pair model's manifest names, or None when it names none; `serving`:
+    on ONNX Runtime without torch where its graph (`int8`: int8 copy) is already made."""
     ref = manifest.get("equivalence_ce")
     if not ref:
         return None
@@ -130,7 +237,9 @@ def load_for(manifest: dict[str, Any], model_dir: Path | None) -> EquivalenceMod
     if not path.is_absolute() and model_dir is not None:
         path = Path(model_dir) / path
     # the stack was fitted on scores made this way; fits before `orders` existed used one order
-    ce = EquivalenceModel.load(path, orders=int(ref.get("orders", 1)))
+    orders = int(ref.get("orders", 1))
+    served = EquivalenceModel.serving(path, orders, int8) if serving else None
+    ce = served or EquivalenceModel.load(path, orders)
     if ce.manifest.get("created_at") != ref.get("created_at"):
         raise ModelError(
             f"the equivalence cross-encoder in {path} was retrained after the pair model's "

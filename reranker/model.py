@@ -21,12 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from safetensors.torch import load_file, save_file
-from torch import nn
 
-from perspect.core import bundle, paths
+from perspect.core import bundle, onnxrt, paths
 from perspect.core.errors import ModelError
+from perspect.core.tokens import TextTokenizer
 
 FORMAT = "perspect.pairmodel/1"
 HEADS = "heads.safetensors"
@@ -48,85 +46,26 @@ DEFAULT_MAX_LENGTH = {"relevance": 64, "stance": 64, "equivalence": 96, "evidenc
 resolve_base = paths.resolve_base  # the packaged MiniLM offline, a folder, or a hub id online
 
 
-def load_encoder(name: str):
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # the base's unused pooling keys are expected, not news
-    try:
-        tok = AutoTokenizer.from_pretrained(name)
-        enc = AutoModel.from_pretrained(name)
-    except OSError as e:
-        raise ModelError(
-            f"cannot load base model {name!r}: {str(e).splitlines()[0]}",
-            hint="pass a local model folder with --base, or go online for a hub id",
-        ) from None
-    return tok, enc
-
-
-def freeze_lower(encoder: nn.Module, train_layers: int | None) -> None:
-    """Train only the top `train_layers` transformer layers (and what sits above them).
-
-    Why: the shipped bundle then holds those layers, not the whole encoder (the frozen rest comes
-    from the base's registry package, unchanged bit for bit), and backward stops halfway, which is
-    a third of a CPU step. None trains everything."""
-    if train_layers is None:
-        return
-    layers = encoder.encoder.layer
-    for p in encoder.embeddings.parameters():
-        p.requires_grad_(False)
-    for layer in layers[: max(0, len(layers) - train_layers)]:
-        for p in layer.parameters():
-            p.requires_grad_(False)
-
-
-class MultiHeadCrossEncoder(nn.Module):
-    def __init__(self, encoder: nn.Module, tasks: Sequence[str] = TASKS):
-        super().__init__()
-        self.encoder = encoder
-        hidden = encoder.config.hidden_size
-        self.heads = nn.ModuleDict({t: nn.Linear(hidden, 1) for t in tasks})
-
-    def pooled(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        out = self.encoder(**batch).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).to(out.dtype)
-        return (out * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-
-    def forward(
-        self, batch: dict[str, torch.Tensor], tasks: Sequence[str]
-    ) -> dict[str, torch.Tensor]:
-        h = self.pooled(batch)
-        return {t: self.heads[t](h).squeeze(-1) for t in tasks}
-
-
-class AllHeads(nn.Module):
-    """Every head's logit from one forward pass, (batch, tasks): the graph exported to ONNX."""
-
-    def __init__(self, net: MultiHeadCrossEncoder, tasks: Sequence[str]):
-        super().__init__()
-        self.net, self.tasks = net, list(tasks)
-
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        batch = {"input_ids": input_ids, "attention_mask": attention_mask}
-        h = self.net.pooled({**batch, "token_type_ids": token_type_ids})
-        return torch.stack([self.net.heads[t](h).squeeze(-1) for t in self.tasks], -1)
-
-
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+INT8 = "onnx-dynamic-int8-per-channel"  # the manifest's "quantized" of an int8 graph
 
 
 class PairModel:
-    """Tokenizer + multi-head cross-encoder + the calibration and thresholds saved beside it."""
+    """Tokenizer + multi-head cross-encoder + the calibration and thresholds saved beside it.
+
+    Two ways to score: the PyTorch network (`net`; training, int8, any model), or the model's
+    exported ONNX graph with a `tokenizers` tokenizer (`PairModel.serving`: no torch and no
+    transformers in the process, the cold-start path). Both give the same logits (tested)."""
 
     def __init__(
         self,
         tokenizer,
-        net: MultiHeadCrossEncoder,
+        net,
         manifest: dict[str, Any],
         source: Path | None = None,
     ):
-        self.tokenizer = tokenizer
-        self.net = net
+        self.tokenizer = tokenizer  # transformers' tokenizer, or a TextTokenizer when net is None
+        self.net = net  # a pair_net.MultiHeadCrossEncoder, or None (ONNX Runtime only)
         self.manifest = manifest
         self.source = source  # the full folder it was loaded from: where its ONNX graph lives
         self.origin = source  # the folder it was asked for (a bundle entry: not `source`)
@@ -135,6 +74,8 @@ class PairModel:
     # -- construction ----------------------------------------------------------------------------
     @classmethod
     def from_base(cls, base: str | None = None, tasks: Sequence[str] = TASKS) -> PairModel:
+        from perspect.reranker.pair_net import MultiHeadCrossEncoder, load_encoder
+
         path = resolve_base(base)
         tok, enc = load_encoder(path)
         manifest = {
@@ -149,8 +90,7 @@ class PairModel:
         return cls(tok, MultiHeadCrossEncoder(enc, tasks), manifest)
 
     @classmethod
-    def load(cls, folder: str | Path, tasks: Sequence[str] = ()) -> PairModel:
-        origin = Path(folder)
+    def _manifest(cls, origin: Path, tasks: Sequence[str]) -> tuple[Path, dict[str, Any]]:
         folder = bundle.resolve(origin)
         manifest = bundle.read_manifest(
             folder, "manifest.json", FORMAT, "trained model", "perspect train --task all"
@@ -164,6 +104,16 @@ class PairModel:
         for f in ("encoder", HEADS):
             if not (folder / f).exists():
                 raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
+        return folder, manifest
+
+    @classmethod
+    def load(cls, folder: str | Path, tasks: Sequence[str] = ()) -> PairModel:
+        from safetensors.torch import load_file
+
+        from perspect.reranker.pair_net import MultiHeadCrossEncoder, load_encoder
+
+        origin = Path(folder)
+        folder, manifest = cls._manifest(origin, tasks)
         tok, enc = load_encoder(str(folder / "encoder"))
         net = MultiHeadCrossEncoder(enc, manifest["tasks"])
         net.heads.load_state_dict(load_file(str(folder / HEADS)))
@@ -172,16 +122,43 @@ class PairModel:
         model.origin = origin
         return model
 
-    def for_inference(self) -> PairModel:
+    @classmethod
+    def serving(
+        cls, folder: str | Path, tasks: Sequence[str] = (), int8: bool = False
+    ) -> PairModel | None:
+        """The saved model on ONNX Runtime without torch (`int8`: its int8 copy), or None when
+        that graph has not been made for these weights yet (`load(...).for_inference()` makes
+        it)."""
+        origin = Path(folder)
+        full, manifest = cls._manifest(origin, tasks)
+        name = "pair.int8" if int8 else "pair"
+        sess = onnxrt.existing(origin, name, cls._fingerprint(origin))
+        if sess is None:
+            return None
+        if int8:
+            manifest = {**manifest, "quantized": INT8}
+        model = cls(TextTokenizer(full / "encoder"), None, manifest, full)
+        model.origin = origin
+        model._onnx = (sess, tuple(manifest["tasks"]))
+        return model
+
+    @staticmethod
+    def _fingerprint(origin: Path) -> str:
+        return onnxrt.files_fingerprint(origin, ("encoder/*.safetensors", HEADS))
+
+    def for_inference(self, int8: bool = False) -> PairModel:
         """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
-        exported into `<folder>/onnx/` at the first call. Opt-in (EngineConfig.runtime="onnx"):
-        on this CPU it was not faster than PyTorch for batches of pairs (bench/models.py). A model
-        whose weights differ from its folder's (being trained) stays on PyTorch."""
+        exported into `<folder>/onnx/` at the first call (`int8`: and its int8 copy made). A
+        model whose weights differ from its folder's (being trained) stays on PyTorch."""
+        if self._onnx is not None and bool(self.manifest.get("quantized")) == int8:
+            return self
+        if self.net is None:  # served: the other precision is served from the same folder
+            other = PairModel.serving(self.origin, int8=int8)
+            return other or PairModel.load(self.origin).for_inference(int8)
         if self.source is None or not self._same_as_saved():
             return self
-        from perspect.core import onnxrt
+        from perspect.reranker.pair_net import AllHeads
 
-        fp = onnxrt.files_fingerprint(self.origin, ("encoder/*.safetensors", HEADS))
         tasks = tuple(self.manifest["tasks"])
 
         def make(path: Path) -> None:
@@ -194,15 +171,23 @@ class PairModel:
                 ("logits",),
             )
 
+        fp = self._fingerprint(self.origin)
         sess = onnxrt.session(self.origin, "pair", fp, make)
+        if sess is not None and int8:
+            sess = onnxrt.quantized(self.origin, "pair", fp)
         if sess is None:
             return self
-        fast = PairModel(self.tokenizer, self.net, self.manifest, self.source)
+        base = {k: v for k, v in self.manifest.items() if k != "quantized"}
+        manifest = {**base, "quantized": INT8} if int8 else base
+        fast = PairModel(self.tokenizer, self.net, manifest, self.source)
         fast.origin = self.origin
         fast._onnx = (sess, tasks)
         return fast
 
     def _same_as_saved(self) -> bool:
+        import torch
+        from safetensors.torch import load_file
+
         heads = self.source / HEADS
         if not heads.is_file():
             return False
@@ -213,12 +198,19 @@ class PairModel:
     def quantized(self) -> PairModel:
         """Int8 dynamic quantization of the linear layers for CPU inference (weights stay on
         disk in float32). Measured in bench/latency.py and `perspect eval --quantize`."""
+        if self.net is None:  # served by ONNX Runtime: int8 is PyTorch's, so load the network
+            return PairModel.load(self.origin).quantized()
+        import torch
+        from torch import nn
+
         q = torch.ao.quantization.quantize_dynamic(self.net, {nn.Linear}, dtype=torch.qint8)
         return PairModel(self.tokenizer, q, {**self.manifest, "quantized": "dynamic-int8"})
 
     def save(self, folder: str | Path) -> None:
         """Write the full model to a staging folder, then pack it into `folder` as a bundle entry
         (only what training changed; replaced atomically: a crash never leaves half a model)."""
+        from safetensors.torch import save_file
+
         folder = Path(folder)
         self.manifest["saved_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.manifest["code"] = bundle.code_version()
@@ -242,41 +234,45 @@ class PairModel:
             )
 
     # -- inference -------------------------------------------------------------------------------
-    def encode(self, pairs: Sequence[tuple[str, str]], task: str) -> dict[str, torch.Tensor]:
+    def encode(self, pairs: Sequence[tuple[str, str]], task: str):
+        """Features of `pairs` for `task`: torch tensors, or int64 arrays when serving."""
         a, b = zip(*pairs, strict=True)
+        max_length = self.manifest["max_length"][task]
+        if isinstance(self.tokenizer, TextTokenizer):
+            return self.tokenizer.encode(a, b, max_length)[0]
         return self.tokenizer(
             list(a),
             list(b),
             truncation="longest_first",
             padding=True,
-            max_length=self.manifest["max_length"][task],
+            max_length=max_length,
             return_tensors="pt",
         )
 
-    @torch.inference_mode()
     def logits(
         self, pairs: Sequence[tuple[str, str]], tasks: Sequence[str], batch_size: int = 64
     ) -> dict[str, np.ndarray]:
         """Raw logits for several heads with one forward pass per batch (length-sorted batches)."""
-        self.net.eval()
         out = {t: np.zeros(len(pairs), dtype=np.float32) for t in tasks}
         if not pairs:
             return out
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        for s in range(0, len(order), batch_size):
-            idx = order[s : s + batch_size]
-            batch = self.encode([pairs[i] for i in idx], tasks[0])
-            if self._onnx is not None:
-                from perspect.core import onnxrt
-
-                sess, names = self._onnx
-                lg = onnxrt.run(sess, batch, ONNX_INPUTS)
+        batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+        if self._onnx is not None:
+            sess, names = self._onnx
+            for idx in batches:
+                lg = onnxrt.run(sess, self.encode([pairs[i] for i in idx], tasks[0]), ONNX_INPUTS)
                 for t in tasks:
                     out[t][idx] = lg[:, names.index(t)]
-                continue
-            res = self.net(batch, tasks)
-            for t in tasks:
-                out[t][idx] = res[t].float().numpy()
+            return out
+        import torch
+
+        self.net.eval()
+        with torch.inference_mode():
+            for idx in batches:
+                res = self.net(self.encode([pairs[i] for i in idx], tasks[0]), tasks)
+                for t in tasks:
+                    out[t][idx] = res[t].float().numpy()
         return out
 
     def calibrate(self, task: str, logits: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core import bundle, paths
-from perspect.reranker.model import freeze_lower
+from perspect.reranker.pair_net import freeze_lower
 
 
 def budget_callback(budget_seconds: float, advance: Callable[[int], Any]):

@@ -29,7 +29,8 @@ from perspect.core.perspectrum import (
 )
 from perspect.core.progress import NullReporter, Reporter
 from perspect.reranker.data import Example, build_examples
-from perspect.reranker.model import TASKS, PairModel, freeze_lower
+from perspect.reranker.model import TASKS, PairModel
+from perspect.reranker.pair_net import freeze_lower
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Profile:
     # loss .59): two more passes from the full model took dev AUROC from .677 to .744.
     epochs: dict[str, int] = field(default_factory=dict)
     # top encoder layers trained (None: all). Three of MiniLM's six keep the shipped bundle small
-    # (reranker.model.freeze_lower); a continued model keeps the same frozen floor.
+    # (reranker.pair_net.freeze_lower); a continued model keeps the same frozen floor.
     train_layers: int | None = 3
     # every stance pair also with the claim negated and the label swapped (reranker.data)
     contrast_stance: bool = False

@@ -72,6 +72,10 @@ class Backend(ABC):
     def close(self) -> None:
         """Release files and threads."""
 
+    def warm(self) -> None:
+        """Open what the first search will read (`Searcher.warm_in_background`): a no-op where
+        opening is cheap."""
+
     @classmethod
     def on_published(cls, folder: Path, config: dict[str, Any]) -> None:
         """Called once the version holding `folder` is live (a remote backend moves its alias)."""

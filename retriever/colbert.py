@@ -102,25 +102,21 @@ def wait_for_kernels() -> None:
 
 
 def _compile_kernels() -> None:
-    setup_torch_extensions()
-    from pylate.indexes.stanford_nlp.indexing.codecs import residual
-    from pylate.indexes.stanford_nlp.modeling import colbert as maxsim
-    from pylate.indexes.stanford_nlp.search import index_storage, strided_tensor
+    """Compile (the first time) and load PLAID's four C++ extensions."""
+    import sys
 
-    modules = (residual, maxsim, index_storage, strided_tensor)
-    said = [m.print_message for m in modules]
+    setup_torch_extensions()
+    _stanford()
+    pkg = "pylate.indexes.stanford_nlp"
     try:
-        for m in modules:  # their "Loading ... extension" lines would land in our output
-            m.print_message = lambda *a, **k: None
-        residual.ResidualCodec.try_load_torch_extensions(False)
-        index_storage.IndexScorer.try_load_torch_extensions(False)
-        strided_tensor.StridedTensor.try_load_torch_extensions(False)
-        maxsim.try_load_torch_extensions(False)
+        sys.modules[f"{pkg}.indexing.codecs.residual"].ResidualCodec.try_load_torch_extensions(
+            False
+        )
+        sys.modules[f"{pkg}.search.index_storage"].IndexScorer.try_load_torch_extensions(False)
+        sys.modules[f"{pkg}.search.strided_tensor"].StridedTensor.try_load_torch_extensions(False)
+        sys.modules[f"{pkg}.modeling.colbert"].try_load_torch_extensions(False)
     except Exception:  # an early compile is an optimisation: first use retries
         pass
-    finally:
-        for m, f in zip(modules, said, strict=True):
-            m.print_message = f
 
 
 def model_fingerprint(folder: str | Path) -> str:
@@ -171,6 +167,105 @@ def load_colbert(name: str | Path, query_maxlen: int = 32, doc_maxlen: int = 256
         return _MODELS[key]
 
 
+def _stanford():
+    """PyLate's copy of the Stanford PLAID searcher and its config class, imported without
+    running `pylate/indexes/__init__.py`: that file imports every index PyLate has, and through
+    them transformers, datasets and pandas (2.9 s measured) that reading a PLAID index never
+    touches. A stand-in package object serves the import and is dropped right after, so a later
+    `import pylate.indexes` (an index build) loads the real one and finds these modules loaded."""
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    name = "pylate.indexes"
+    with _LOCK:
+        if name not in sys.modules:
+            spec = importlib.util.find_spec(name)
+            stub = types.ModuleType(name)
+            stub.__path__ = list(spec.submodule_search_locations or [])
+            sys.modules[name] = stub
+            try:
+                importlib.import_module(f"{name}.stanford_nlp.searcher")
+                importlib.import_module(f"{name}.stanford_nlp.infra.config")
+            finally:
+                if sys.modules.get(name) is stub:
+                    del sys.modules[name]
+                parent = sys.modules.get("pylate")
+                if parent is not None and getattr(parent, "indexes", None) is stub:
+                    delattr(parent, "indexes")
+        else:  # the real package is loaded (an index build ran in this process)
+            importlib.import_module(f"{name}.stanford_nlp.searcher")
+            importlib.import_module(f"{name}.stanford_nlp.infra.config")
+        _silence(f"{name}.stanford_nlp")
+    searcher = sys.modules[f"{name}.stanford_nlp.searcher"]
+    config = sys.modules[f"{name}.stanford_nlp.infra.config"]
+    return searcher.Searcher, config.ColBERTConfig
+
+
+def _silence(package: str) -> None:
+    """Mute the Stanford code's chatter for good: `print_message` lines on stdout (which
+    `perspect search --json` keeps for JSON) and the index loader's progress bar on stderr.
+    Muted once at import, not around each call: swapping `sys.stdout` is process-wide, and a
+    warm-up thread swapping it beside a search thread could leave it swapped."""
+    import sys
+    import types
+
+    def silent(*args, **kwargs) -> str:
+        return ""
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(package) and hasattr(module, "print_message"):
+            module.print_message = silent
+    loader = sys.modules.get(f"{package}.search.index_loader")
+    if loader is not None:
+        loader.tqdm = types.SimpleNamespace(tqdm=lambda it, *a, **k: it)
+
+
+class _LightQuery:
+    """A ColBERT query as PyLate's `tokenize(is_query=True)` + forward make it (tested equal):
+    wordpieces truncated to the query length less one, padded with [MASK] (query expansion),
+    the [Q] marker put after [CLS], attention on the real tokens only."""
+
+    def __init__(self, tokenizer, session, prefix_id: int):
+        self.tokenizer, self.session, self.prefix_id = tokenizer, session, prefix_id
+
+    def features(self, text: str, length: int) -> dict[str, Any]:
+        import numpy as np
+
+        feats = self.tokenizer.encode([text.strip()], max_length=length - 1, pad_to=length - 1)[0]
+        out = {}
+        for key, fill in (("input_ids", self.prefix_id), ("attention_mask", 1)):
+            v = feats[key]
+            out[key] = np.concatenate([v[:, :1], np.full((1, 1), fill, v.dtype), v[:, 1:]], 1)
+        out["token_type_ids"] = np.zeros_like(out["input_ids"])
+        return out
+
+
+def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
+    from perspect.core import onnxrt
+    from perspect.core.tokens import TextTokenizer
+
+    folder = Path(model)
+    if not folder.is_dir():
+        return None
+    full = bundle.resolve(folder) if bundle.is_bundle(folder) else folder
+    cfg_file = full / "config_sentence_transformers.json"
+    cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
+    if (
+        any((cfg.get("prompts") or {}).values())
+        or not cfg.get("do_query_expansion", True)
+        or cfg.get("attend_to_expansion_tokens", False)
+        or not cfg.get("query_prefix")
+    ):
+        return None
+    sess = onnxrt.existing(folder, "colbert-query", fingerprint)
+    if sess is None:
+        return None
+    tok = TextTokenizer(full, pad_token="[MASK]")
+    return _LightQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
+
+
 @register
 class ColBERTBackend(Backend):
     kind = "colbert"
@@ -184,6 +279,9 @@ class ColBERTBackend(Backend):
         self._model = None
         self._exact_store: dict[str, Any] | None = None
         self._flat = None
+        self._light: Any = None  # _LightQuery, False (PyLate), None (not looked at yet)
+        self._reader = None  # the Stanford searcher for reads (see _read_searcher)
+        self._reader_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
     @classmethod
@@ -246,6 +344,35 @@ class ColBERTBackend(Backend):
                 self._plaid = self._make_plaid(indexes)
         return self._plaid
 
+    def _read_searcher(self):
+        """The Stanford searcher over this index: the PLAID object's when this process wrote
+        to it, else one opened for reading alone, without importing PyLate's package (which
+        imports transformers and datasets: ~3 s of a cold start here; see _stanford)."""
+        if self._plaid is not None:
+            return self._plaid._index.searcher
+        with self._reader_lock:  # a warm-up thread may be opening it (warm)
+            return self._open_reader()
+
+    def _open_reader(self):
+        if self._reader is None:
+            if not (self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl").exists():
+                return None
+            setup_torch_extensions()
+            searcher_cls, config_cls = _stanford()
+            config = config_cls(
+                nbits=self.config["nbits"],
+                root=str(self.folder),
+                index_root=str(self.folder),
+                dim=self._dim(),
+                ndocs=self.config["ndocs"],
+                ncells=self.config["ncells"],
+                centroid_score_threshold=self.config["centroid_score_threshold"],
+                search_batch_size=2**18,
+            )
+            # no _quiet() here: a warm-up thread may run this (see _silence)
+            self._reader = searcher_cls(index="plaid", config=config, index_root=f"{self.folder}/")
+        return self._reader
+
     def _make_plaid(self, indexes):
         return indexes.PLAID(
             index_folder=str(self.folder),
@@ -275,6 +402,19 @@ class ColBERTBackend(Backend):
         return self._ids
 
     # -- encoding --------------------------------------------------------------------------------
+    def _query_tokens(self):
+        """What a query needs without PyLate (and so without transformers: ~3 s of a cold start):
+        the tokenizer, the query settings of the model's config, and its exported query graph.
+        None when the graph is not exported yet or the model does something else with queries
+        (a prompt, no expansion, attention to the expansion tokens): PyLate's path then."""
+        with self._reader_lock:  # a warm-up thread may be looking too (warm)
+            if self._light is None:
+                light = None
+                if self.config.get("query_runtime", "onnx") == "onnx" and self._model is None:
+                    light = _light_query(self.state["model"], self.state["model_fingerprint"])
+                self._light = light or False
+        return self._light or None
+
     def query_length(self, text: str) -> int:
         """Pad a query with [MASK]s to `query_maxlen`, but never cut a longer one (up to
         `query_maxlen_cap`): short claims gain from a short expansion (dev R@15 .565 at 32 tokens,
@@ -282,7 +422,11 @@ class ColBERTBackend(Backend):
         tokenizes the query once more than PyLate does: 0.1 ms, measured, against ~50 ms a search."""
         lo = int(self.config["query_maxlen"])
         cap = max(lo, int(self.config.get("query_maxlen_cap", lo)))
-        n = len(self.model.tokenizer(text, add_special_tokens=True)["input_ids"]) + 1  # + [Q]
+        light = self._query_tokens()
+        if light is not None:
+            n = light.tokenizer.count(text) + 1  # + [Q]
+        else:
+            n = len(self.model.tokenizer(text, add_special_tokens=True)["input_ids"]) + 1
         return min(cap, max(lo, -(-n // 8) * 8))
 
     def _encode_query(self, text: str):
@@ -290,6 +434,9 @@ class ColBERTBackend(Backend):
         can (see retriever/onnx_query.py), else in PyTorch without PyLate's per-call
         `model.to(device)` and `eval()` walks over every module (~4 ms a query, measured).
         Models with a prompt or without query expansion take PyLate's own path."""
+        light = self._query_tokens()
+        if light is not None:
+            return onnx_query.encode(light.session, light.features(text, self.query_length(text)))
         import torch
 
         m = self.model
@@ -442,14 +589,14 @@ class ColBERTBackend(Backend):
             return []
         if self.mode == "exact":
             return self._exact_search(self.encode([query], is_query=True)[0], k)
-        plaid = self._index()
-        if plaid is None:
+        searcher = self._read_searcher()
+        if searcher is None:
             return []
         mapping = self._mapping()
         q = self.encode([query], is_query=True)[0]
         # Straight to the Stanford searcher: PyLate's __call__ re-reads the id pickle every query.
-        with _quiet():
-            pids, _ranks, scores = plaid._index.searcher.search(q, k=min(k, max(1, len(mapping))))
+        # Its messages are muted at import (_silence): searches run on several threads at once.
+        pids, _ranks, scores = searcher.search(q, k=min(k, max(1, len(mapping))))
         rev = self._rev or {}
         return [(rev[p], float(s)) for p, s in zip(pids, scores, strict=False) if p in rev]
 
@@ -461,6 +608,16 @@ class ColBERTBackend(Backend):
 
     def close(self) -> None:
         self._plaid = None
+        self._reader = None
+
+    def warm(self) -> None:
+        """Import torch and open the PLAID index (1.5-2 s in a new process) while the caller
+        loads its models; then the query encoder."""
+        if self.mode == "exact":
+            self._exact()
+        else:
+            self._read_searcher()
+        self._query_tokens()
 
     @classmethod
     def library_versions(cls) -> dict[str, str]:

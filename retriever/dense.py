@@ -117,6 +117,7 @@ class DenseBackend(Backend):
         self._ids: list[str | None] | None = None
         self._pos: dict[str, int] | None = None
         self._session: Any = False  # not looked up yet
+        self._tokens: tuple[Any, bool] | None = None  # (TextTokenizer, lowercase) when serving
 
     @classmethod
     def create(cls, folder: Path, config: dict[str, Any]) -> DenseBackend:
@@ -197,7 +198,12 @@ class DenseBackend(Backend):
             return encode(self.model, texts, int(self.config["batch_size"]))
         from perspect.retriever import onnx_query
 
-        features = self.model.tokenize(list(texts))
+        if self._tokens is not None:  # served without sentence-transformers (cold start)
+            lower = self._tokens[1]
+            clean = [t.strip().lower() if lower else t.strip() for t in texts]
+            features = self._tokens[0].encode(clean, max_length=int(self.config["max_length"]))[0]
+        else:
+            features = self.model.tokenize(list(texts))
         return onnx_query.encode_sentences(sess, features)
 
     def _query_session(self):
@@ -218,7 +224,17 @@ class DenseBackend(Backend):
             if not (path / "perspect_manifest.json").is_file():
                 folder = onnx_cache() / f"{path.name}-{fp}"
                 folder.mkdir(parents=True, exist_ok=True)
-            self._session = onnx_query.sentence_session(self.model, folder, fp)
+            self._session = onnxrt.existing(folder, "dense-query", fp)
+            if self._session is not None:
+                from perspect.core.tokens import TextTokenizer
+
+                st = path / "sentence_bert_config.json"
+                lower = (
+                    bool(json.loads(st.read_text()).get("do_lower_case")) if st.is_file() else False
+                )
+                self._tokens = (TextTokenizer(path), lower)
+            if self._session is None:
+                self._session = onnx_query.sentence_session(self.model, folder, fp)
         return self._session
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +56,7 @@ class _View:
         self.config = IndexConfig.from_json(self.manifest["config"])
         self.stores: dict[str, ItemStore] = {}
         self.backends: dict[tuple[str, str], Backend] = {}
+        self.open_lock = threading.Lock()
         self.vector_backends: dict[str, VectorBackend | None] = {}
         self.links: Any = None
         self.links_read = False
@@ -189,9 +190,10 @@ class Searcher:
             )
         key = (pool, kind)
         v = self._v
-        if key not in v.backends:
-            opts = v.config.backends.get(kind, {})
-            v.backends[key] = backend_class(kind, opts).open(v.version / pool / kind, opts)
+        with v.open_lock:  # one object per backend, whichever thread opens it first (warm-up)
+            if key not in v.backends:
+                opts = v.config.backends.get(kind, {})
+                v.backends[key] = backend_class(kind, opts).open(v.version / pool / kind, opts)
         return v.backends[key]
 
     def search(
@@ -216,6 +218,27 @@ class Searcher:
             else:
                 scored = self.backend(pool, kind).search(query, int(k))
             return self.hits(query, pool, kind, scored, t0)
+
+    def warm_in_background(self, pools: Sequence[str] = ("perspectives",)) -> threading.Thread:
+        """Open the backends of `pools` on a thread (`Backend.warm`: for ColBERT, importing torch
+        and loading PLAID), so that it overlaps what the caller loads meanwhile (the models):
+        the first search of a process comes sooner. Errors are left to that search to raise."""
+        view = self._v
+
+        def work() -> None:
+            for pool in pools:
+                if pool not in self.pools:
+                    continue
+                for kind in self.retrievers:
+                    try:
+                        self._local.view = view
+                        self.backend(pool, kind).warm()
+                    except Exception:  # the search reopens it and says what is wrong
+                        pass
+
+        t = threading.Thread(target=work, name="perspect-warm", daemon=True)
+        t.start()
+        return t
 
     def runs(self, query: str, pool: str, depth: int) -> tuple[list[list[tuple[str, float]]], Any]:
         """Each backend's top `depth` for `query`, run concurrently, and the query's dense vector

@@ -18,7 +18,8 @@ from safetensors.torch import load_file
 from perspect import api
 from perspect.core import bundle
 from perspect.core.errors import ModelError
-from perspect.reranker.model import PairModel, freeze_lower
+from perspect.reranker.model import PairModel
+from perspect.reranker.pair_net import freeze_lower
 
 PAIRS = [("animals should have rights", "animals feel pain"), ("ban zoos", "zoos save species")]
 

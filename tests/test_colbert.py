@@ -148,6 +148,11 @@ def test_large_pool_uses_plaid_and_small_growth_switches_to_it(tiny_colbert, tmp
     assert (b.folder / "plaid" / "plan.json").is_file()
     hits = p.retrieve(docs[42]["text"], k=10, retriever="colbert").hits
     assert "s42" in {h.id for h in hits}
+    # read through the searcher opened without PyLate's package; PyLate's own object agrees
+    assert b._plaid is None and b._reader is not None
+    b._index()
+    assert b._plaid is not None
+    assert [i for i, _ in b.search(docs[42]["text"], 10)] == [h.id for h in hits]
     # PLAID prints progress to stdout; the CLI's --json output must stay pure JSON
     out = subprocess.run(
         [
@@ -227,6 +232,27 @@ def test_queries_are_expanded_to_the_minimum_but_never_cut(tiny_colbert, tmp_pat
             b.model.query_length = b.query_length(text)
             ref = b.model.encode([text], is_query=True, show_progress_bar=False)[0]
             assert np.allclose(b.encode([text], is_query=True)[0], ref, atol=1e-5)
+
+
+def test_queries_without_pylate_are_pylates_queries(tiny_colbert, tmp_path):
+    """The serving path (tokenizers + the exported graph, PyLate never loaded) gives the vectors
+    PyLate's own encode gives, for short, long, padded and accented queries."""
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    cfg = _config(tiny_colbert)
+    cfg.backends["colbert"]["query_maxlen_cap"] = 40
+    Indexer("c", home=tmp_path / "h", config=cfg).build([Source("perspectives", pool)])
+    ref_b = Perspect.open("c", home=tmp_path / "h")._searcher.backend("perspectives", "colbert")
+    assert ref_b._onnx_session() is not None  # the graph is exported
+    texts = ["animals", "  Tierrechte für Zoos: ja? ", " ".join(["animals feel pain"] * 20)]
+    b = Perspect.open("c", home=tmp_path / "h")._searcher.backend("perspectives", "colbert")
+    got = b.encode(texts, is_query=True)
+    assert b._light and b._model is None  # served without loading PyLate's model
+    m = ref_b.model
+    for text, vecs in zip(texts, got, strict=True):
+        assert b.query_length(text) == ref_b.query_length(text)
+        m.query_length = ref_b.query_length(text)
+        ref = m.encode([text], is_query=True, show_progress_bar=False)[0]
+        assert vecs.shape == tuple(ref.shape) and np.allclose(vecs, ref, atol=1e-5)
 
 
 def test_queries_fall_back_to_torch_when_the_onnx_export_cannot_be_written(tiny_colbert, tmp_path):

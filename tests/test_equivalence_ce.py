@@ -26,6 +26,7 @@ from perspect.pipeline.engine import (
 )
 from perspect.reranker.equivalence_ce import (
     FORMAT,
+    INT8,
     MANIFEST,
     EquivalenceModel,
     canonical,
@@ -87,6 +88,32 @@ def test_trains_with_a_manifest_and_scores_pairs_symmetrically(tiny_ce):
     assert p[0] == pytest.approx((fwd + rev) / 2, abs=1e-6)
     with pytest.raises(ModelError, match="1 or 2 orders"):
         EquivalenceModel(ce.model, m, orders=3)
+
+
+def test_served_on_onnx_runtime_it_scores_like_the_cross_encoder(tiny_ce, tmp_path):
+    folder = tmp_path / "equivalence"
+    shutil.copytree(tiny_ce, folder, ignore=shutil.ignore_patterns("onnx"))
+    claim = "Homework should be banned."
+    pairs = [
+        ("Homework causes stress.", "Homework makes kids anxious."),
+        ("Practice helps.", "Drills build skill " * 30),  # past max_length: truncated alike
+        ("Ça dépend.", "Homework causes stress."),
+    ]
+    ce = EquivalenceModel.load(folder)
+    ref = ce.predict(claim, pairs)
+    assert EquivalenceModel.serving(folder) is None  # not exported yet
+    fast = ce.for_inference()
+    assert fast._onnx is not None and (folder / "onnx" / "equivalence.onnx").is_file()
+    served = EquivalenceModel.serving(folder)
+    assert served is not None and served.model is None
+    for m in (fast, served):
+        assert np.allclose(m.predict(claim, pairs), ref, atol=1e-5)
+    assert np.allclose(
+        served.one_order(claim, pairs, True), ce.one_order(claim, pairs, True), atol=1e-5
+    )
+    q = served.quantized()  # int8 is PyTorch's: the served model loads the network for it
+    assert q.model is not None and q.manifest["quantized"] == "dynamic-int8"
+    assert q.for_inference() is q
 
 
 def test_load_refuses_a_missing_or_foreign_model(tmp_path, tiny_ce):
@@ -217,21 +244,33 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     capped.search(load_claims(tiny_perspectrum, "dev")[0].text)
     assert sent and max(sent) <= 1
 
-    # the fast preset: both cross-encoders int8 (copies: the fp32 ones are untouched), budget kept
+    # the fast preset: both cross-encoders int8 (ONNX Runtime's copies of their graphs: the
+    # fp32 graphs stay), budget kept
     fast = Engine(capped.searcher, PairModel.load(model_dir), fast_config())
     assert fast.config.equivalence_ce_max_pairs == FAST_EQUIVALENCE_PAIRS
-
-    def int8(module) -> bool:
-        return any("quantized" in type(x).__module__ for x in module.modules())
-
-    assert int8(fast.equivalence_ce.model.model) and int8(fast.model.net)
-    assert not int8(capped.equivalence_ce.model.model)
+    assert fast.model.manifest["quantized"] == fast.equivalence_ce.manifest["quantized"] == INT8
+    assert fast.model._onnx is not None and fast.equivalence_ce._onnx is not None
+    # the default runtime serves the fp32 cross-encoder's exported graph (ONNX Runtime)
+    assert (
+        capped.equivalence_ce._onnx is not None
+        and "quantized" not in capped.equivalence_ce.manifest
+    )
     mixed = Engine(
         capped.searcher,
         PairModel.load(model_dir),
         EngineConfig(quantize=True, quantize_equivalence=False),
     )
-    assert int8(mixed.model.net) and not int8(mixed.equivalence_ce.model.model)
+    assert mixed.model.manifest["quantized"] == INT8
+    assert "quantized" not in mixed.equivalence_ce.manifest
+
+    # PyTorch's runtime quantizes with PyTorch (copies: the fp32 modules are untouched)
+    def int8(module) -> bool:
+        return any("quantized" in type(x).__module__ for x in module.modules())
+
+    on_torch = Engine(capped.searcher, PairModel.load(model_dir), fast_config(runtime="torch"))
+    assert int8(on_torch.equivalence_ce.model.model) and int8(on_torch.model.net)
+    plain = Engine(capped.searcher, PairModel.load(model_dir), EngineConfig(runtime="torch"))
+    assert not int8(plain.model.net) and not int8(plain.equivalence_ce.model.model)
     got = fast.equivalence_ce.predict("a claim", [("one view", "another view")])
     assert got.shape == (1,) and 0.0 <= got[0] <= 1.0
     assert fast.search(load_claims(tiny_perspectrum, "dev")[0].text).claim

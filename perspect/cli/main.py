@@ -376,6 +376,14 @@ def cmd_models(args: argparse.Namespace) -> int:
             state = f"trained in {o.seconds:.0f} s" if o.ran else "skipped"
             _console().print(f"  {o.step}: {state} (inputs {o.key})")
         return 0
+    if args.action == "prepare":
+        with _console(stderr=True).status("exporting the models' ONNX graphs (once per weights)"):
+            done = api.prepare_models(args.dir)
+        for d in done:
+            mark = "[green]✓[/]" if d.served else "[yellow]![/]"
+            how = "served on ONNX Runtime" if d.served else "stays on PyTorch (see the log)"
+            _console().print(f"{mark} {d.name}: {how} ({d.seconds:.1f} s)")
+        return 0
     entries = api.models(args.dir)
     if args.action == "verify":
         problems = api.verify_models(args.dir)
@@ -684,8 +692,14 @@ def build_parser() -> argparse.ArgumentParser:
     ec.add_argument("-q", "--quiet", action="store_true")
     ec.set_defaults(func=cmd_eval_claimdiff)
 
-    mo = sub.add_parser("models", help="list the model bundle (models/) or verify its checksums")
-    mo.add_argument("action", nargs="?", default="list", choices=["list", "verify", "make"])
+    mo = sub.add_parser(
+        "models",
+        help="list the model bundle (models/), verify its checksums, make it, or prepare its "
+        "ONNX graphs (a fast first search)",
+    )
+    mo.add_argument(
+        "action", nargs="?", default="list", choices=["list", "verify", "make", "prepare"]
+    )
     mo.add_argument("--dir", help="bundle folder (default: $PERSPECT_MODELS or models/)")
     mo.add_argument("--data", default=str(DEFAULT_DATA), help="make: PERSPECTRUM folder")
     mo.add_argument("--steps", help="make: only these steps (comma-separated; default: all)")

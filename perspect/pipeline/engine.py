@@ -66,14 +66,17 @@ class EngineConfig:
     evidence_per_cluster: int = 3  # paragraphs shown per cluster
     min_overlap: float = 0.2  # stem Jaccard for an equivalence candidate pair
     thin_side: float = 0.25  # warn when a side has less than this share of clusters
-    quantize: bool = False  # int8 dynamic quantization of the cross-encoders (bench/latency.py)
+    # int8 cross-encoders (bench/latency.py): ONNX Runtime's per-channel copies of their graphs
+    # (runtime "onnx"), PyTorch's dynamic int8 (runtime "torch")
+    quantize: bool = False
     # the equivalence cross-encoder's own choice (None: as `quantize`): its int8 scores correlate
     # .70 with fp32 (160 pairs) and cost T3 over clusters 1.5, where the pair model's cost nothing
     quantize_equivalence: bool | None = None
-    # The cross-encoder's runtime. ONNX Runtime lost here on batches of pairs (bench/models.py:
-    # relevance+stance 90 vs 97 pairs/s, evidence 12 vs 16; engine p50 530 vs 424 ms), unlike
-    # on single short ColBERT queries, so PyTorch is the default; "onnx" opts in.
-    runtime: str = "torch"
+    # The models' runtime. "onnx": every model of the query path is served from its exported
+    # graph by ONNX Runtime with a `tokenizers` tokenizer, so a new process imports neither
+    # transformers nor (but for PLAID) torch: a cold search 3.6 s instead of 10 (README,
+    # "Latency"). "torch": the PyTorch models.
+    runtime: str = "onnx"
     # At most this many pairs per search go through the equivalence cross-encoder (those with the
     # highest bound first; the rest count as its lowest score, 0). None: every pair that
     # could merge, the clusters `perspect eval` measures. Measured offline on dev gold
@@ -130,19 +133,32 @@ class Engine:
         """`decisions`: the fitted cuts and stacks; by default those saved with the model.
         `comparator`: the ClaimDiff model that ties news sentences to the claim (None: no news)."""
         self.searcher = searcher
-        self.comparator = comparator
         self.config = config or EngineConfig()
-        if self.config.quantize:
-            self.model = model.quantized()
-        elif self.config.runtime == "onnx":
-            self.model = model.for_inference()
+        onnx = self.config.runtime == "onnx"
+        q = self.config.quantize
+        if onnx:  # int8: ONNX Runtime's per-channel copy of the graph, else PyTorch's int8
+            self.model = model.for_inference(int8=q)
+            if q and not self.model.manifest.get("quantized"):
+                self.model = model.quantized()
+        elif model.net is None:  # a model served by ONNX Runtime, asked for PyTorch
+            torch_model = PairModel.load(model.origin)
+            self.model = torch_model.quantized() if q else torch_model
         else:
-            self.model = model
+            self.model = model.quantized() if q else model
         self.decisions = decisions or Decisions.from_manifest(model.manifest)
-        self.equivalence_ce = load_for(model.manifest, model.origin)
         q_eq = self.config.quantize_equivalence
-        if (self.config.quantize if q_eq is None else q_eq) and self.equivalence_ce is not None:
-            self.equivalence_ce = self.equivalence_ce.quantized()
+        q_eq = q if q_eq is None else q_eq
+        ce = load_for(model.manifest, model.origin, serving=onnx, int8=q_eq)
+        if ce is not None and onnx:
+            ce = ce.for_inference(int8=q_eq)
+            if q_eq and not ce.manifest.get("quantized"):
+                ce = ce.quantized()
+        elif ce is not None and q_eq:
+            ce = ce.quantized()
+        self.equivalence_ce = ce
+        if comparator is not None and onnx:
+            comparator = comparator.for_inference()
+        self.comparator = comparator
         eq = self.decisions.stack("equivalence")
         if eq is not None and "ce" in eq.features and not self.equivalence_ce:
             raise ModelError(
