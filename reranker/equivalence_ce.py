@@ -37,6 +37,7 @@ MANIFEST = "perspect_manifest.json"
 ORDERS = 2  # orders a pair is scored in (averaged); fits made before `orders` used 1
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 INT8 = "onnx-dynamic-int8-per-channel"  # the manifest's "quantized" of an int8 graph
+ONNX_BATCH = 16  # pairs per ONNX Runtime call: 28 pairs in 131 ms vs 152 ms as one batch (int8)
 
 
 def canonical(a: str, b: str) -> tuple[str, str]:
@@ -205,8 +206,8 @@ class EquivalenceModel:
         sess, tok = self._onnx
         out = np.zeros(len(inputs), dtype=np.float64)
         order = sorted(range(len(inputs)), key=lambda i: len(inputs[i][0]) + len(inputs[i][1]))
-        for s in range(0, len(order), 64):  # length-sorted batches: little padding
-            idx = order[s : s + 64]
+        for s in range(0, len(order), ONNX_BATCH):  # length-sorted batches: little padding
+            idx = order[s : s + ONNX_BATCH]
             a, b = zip(*(inputs[i] for i in idx), strict=True)
             feats = tok.encode(a, b, int(self.manifest["max_length"]))[0]
             out[idx] = onnxrt.run(sess, feats, INPUTS)

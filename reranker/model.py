@@ -48,6 +48,10 @@ resolve_base = paths.resolve_base  # the packaged MiniLM offline, a folder, or a
 
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 INT8 = "onnx-dynamic-int8-per-channel"  # the manifest's "quantized" of an int8 graph
+# Pairs per ONNX Runtime call: a search's 30 candidates in length-sorted batches of 16 instead of
+# one batch padded to the longest took 103 vs 121 ms (int8) and 154 vs 178 ms (fp32) here, 20
+# dev claims; PyTorch's per-call cost keeps it at 64.
+ONNX_BATCH = 16
 
 
 class PairModel:
@@ -257,6 +261,8 @@ class PairModel:
         if not pairs:
             return out
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        if self._onnx is not None:  # ONNX Runtime pays little per call: pad less (ONNX_BATCH)
+            batch_size = min(batch_size, ONNX_BATCH)
         batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         if self._onnx is not None:
             sess, names = self._onnx

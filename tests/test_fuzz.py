@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perspect import Perspect
@@ -125,6 +125,7 @@ def _tui_env(tiny_index, tiny_pair_model):
 
 @settings(max_examples=8, deadline=None)
 @given(claim=hostile_text)
+@example(claim="[@=")  # an unclosed tag: Textual's escape left it open (MarkupError)
 def test_any_claim_through_the_tui(_tui_env, tmp_path_factory, claim):
     from textual.widgets import Static
 

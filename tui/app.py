@@ -244,7 +244,7 @@ def run(
 
 
 def lit(text: object) -> str:
-    """Data shown literally in Textual markup: controls visible, brackets escaped."""
-    from textual.markup import escape
-
-    return escape(plain(text))
+    """Data shown literally in Textual markup: controls visible, every "[" escaped. Textual's
+    own `escape` escapes complete tags only: a claim like "[@=" opened a tag the surrounding
+    markup never closed (MarkupError, found by tests/test_fuzz.py)."""
+    return plain(text).replace("[", "\\[")

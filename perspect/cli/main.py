@@ -755,8 +755,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--fast",
         action="store_true",
-        help="int8 cross-encoders and at most 24 equivalence pairs: p50 1.6x and p95 5x faster "
-        "here, for clustering quality (dev T3 over clusters 65.4 vs 69.3; README: Latency)",
+        help="int8 cross-encoders and at most 24 equivalence pairs: p50 1.4x and p95 5x faster "
+        "here, for clustering quality (dev T3 over clusters 65.9 vs 69.3; README: Latency)",
     )
     q.add_argument(
         "--retrieval-only",

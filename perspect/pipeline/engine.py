@@ -81,10 +81,10 @@ class EngineConfig:
     # highest bound first; the rest count as its lowest score, 0). None: every pair that
     # could merge, the clusters `perspect eval` measures. Measured offline on dev gold
     # perspectives (both orders, margin .6), T3 over clusters: all 70.0 (p95 571 pairs per
-    # claim), 96: 68.0, 48: 66.9, 32: 65.6. Shipped bundle, with int8 cross-encoders (perspect
-    # eval --quantize --equivalence-max-pairs N), T3 pairs / clusters: all 62.3 / 67.8, 48: 63.0
-    # / 66.6, 24: 60.5 / 65.4 (fp32, all: 63.0 / 69.3); int8 pair model with the fp32 equivalence
-    # cross-encoder (--fp32-equivalence): 32: 62.7 / 66.8, 24: 61.2 / 65.7.
+    # claim), 96: 68.0, 48: 66.9, 32: 65.6. Shipped bundle (perspect eval --index default
+    # --quantize --equivalence-max-pairs N), T3 pairs / clusters with ONNX Runtime's per-channel
+    # int8: all 63.65 / 68.82, 48: 63.97 / 67.65, 24: 60.68 / 65.93 (fp32, all: 63.03 / 69.29);
+    # PyTorch's per-tensor int8 (runtime "torch") cost more: all 62.3 / 67.8, 24: 60.5 / 65.4.
     equivalence_ce_max_pairs: int | None = None
     # news (an index with a news pool and a comparator): sentences retrieved for the claim and
     # compared sentence -> claim; those related are compared with the top clusters too
