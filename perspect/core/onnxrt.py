@@ -168,8 +168,13 @@ def _open(ort, path: Path, fingerprint: str):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     tmp = opt.with_name(f".{opt.name}.tmp-{os.getpid()}")
     opts.optimized_model_filepath = str(tmp)
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    try:  # the copy is an optimisation: a folder that cannot take it costs only load time
+    try:
+        sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception:  # the copy is an optimisation: a read-only folder costs only load time
+        tmp.unlink(missing_ok=True)
+        opts.optimized_model_filepath = ""
+        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    try:
         tmp.replace(opt)
         stamp.write_text(fingerprint)
     except OSError:
