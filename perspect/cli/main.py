@@ -647,8 +647,9 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
     ep.add_argument(
         "--retrievers",
-        default="bm25,dense",
-        help="retrievers of the scratch index when no --index is given",
+        default=None,
+        help="retrievers of the scratch index when no --index is given (default: those the "
+        "model's decisions were fitted with, else bm25,dense)",
     )
     ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
     ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
