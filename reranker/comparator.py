@@ -159,7 +159,8 @@ class Comparator:
         sess = onnxrt.session(self.origin, "comparator", self._fingerprint(self.origin), make)
         if sess is None:
             return self
-        fast = Comparator(self.tokenizer, self.net, self.manifest, self.origin)
+        tok = TextTokenizer(bundle.resolve(self.origin) / "encoder")
+        fast = Comparator(tok, None, self.manifest, self.origin)
         fast._onnx = sess
         return fast
 
@@ -214,17 +215,9 @@ class Comparator:
         sequence ids of its tokens."""
         if self._onnx is not None:
             a, b = zip(*pairs, strict=True)
-            if isinstance(self.tokenizer, TextTokenizer):
-                feats, encs = self.tokenizer.encode(a, b, self.manifest["max_length"])
-                offs = [e.offsets for e in encs]
-                seqs = [e.sequence_ids for e in encs]
-            else:
-                enc = self.encode(pairs, offsets=True)
-                offs = enc.pop("offset_mapping").tolist()
-                seqs = [enc.sequence_ids(r) for r in range(len(pairs))]
-                feats = {k: v.numpy() for k, v in enc.items()}
+            feats, encs = self.tokenizer.encode(a, b, self.manifest["max_length"])
             rel, tag = onnxrt.run_all(self._onnx, feats, ONNX_INPUTS)
-            return rel, tag, offs, seqs
+            return rel, tag, [e.offsets for e in encs], [e.sequence_ids for e in encs]
         import torch
 
         enc = self.encode(pairs, offsets=True)

@@ -47,11 +47,6 @@ resolve_base = paths.resolve_base  # the packaged MiniLM offline, a folder, or a
 
 
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-INT8 = "onnx-dynamic-int8-per-channel"  # the manifest's "quantized" of an int8 graph
-# Pairs per ONNX Runtime call: a search's 30 candidates in length-sorted batches of 16 instead of
-# one batch padded to the longest took 103 vs 121 ms (int8) and 154 vs 178 ms (fp32) here, 20
-# dev claims; PyTorch's per-call cost keeps it at 64.
-ONNX_BATCH = 16
 
 
 class PairModel:
@@ -135,12 +130,11 @@ class PairModel:
         it)."""
         origin = Path(folder)
         full, manifest = cls._manifest(origin, tasks)
-        name = "pair.int8" if int8 else "pair"
-        sess = onnxrt.existing(origin, name, cls._fingerprint(origin))
+        sess = onnxrt.served(origin, "pair", cls._fingerprint(origin), int8)
         if sess is None:
             return None
         if int8:
-            manifest = {**manifest, "quantized": INT8}
+            manifest = {**manifest, "quantized": onnxrt.INT8}
         model = cls(TextTokenizer(full / "encoder"), None, manifest, full)
         model.origin = origin
         model._onnx = (sess, tuple(manifest["tasks"]))
@@ -175,14 +169,11 @@ class PairModel:
                 ("logits",),
             )
 
-        fp = self._fingerprint(self.origin)
-        sess = onnxrt.session(self.origin, "pair", fp, make)
-        if sess is not None and int8:
-            sess = onnxrt.quantized(self.origin, "pair", fp)
+        sess = onnxrt.made(self.origin, "pair", self._fingerprint(self.origin), make, int8)
         if sess is None:
             return self
         base = {k: v for k, v in self.manifest.items() if k != "quantized"}
-        manifest = {**base, "quantized": INT8} if int8 else base
+        manifest = {**base, "quantized": onnxrt.INT8} if int8 else base
         fast = PairModel(self.tokenizer, self.net, manifest, self.source)
         fast.origin = self.origin
         fast._onnx = (sess, tasks)
@@ -261,8 +252,8 @@ class PairModel:
         if not pairs:
             return out
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        if self._onnx is not None:  # ONNX Runtime pays little per call: pad less (ONNX_BATCH)
-            batch_size = min(batch_size, ONNX_BATCH)
+        if self._onnx is not None:  # ONNX Runtime pays little per call: pad less
+            batch_size = min(batch_size, onnxrt.PAIR_BATCH)
         batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         if self._onnx is not None:
             sess, names = self._onnx

@@ -249,7 +249,7 @@ def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
     folder = Path(model)
     if not folder.is_dir():
         return None
-    full = bundle.resolve(folder) if bundle.is_bundle(folder) else folder
+    full = bundle.resolve(folder)
     cfg_file = full / "config_sentence_transformers.json"
     cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
     if (

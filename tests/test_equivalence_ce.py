@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from perspect.core.errors import ModelError
+from perspect.core.onnxrt import INT8
 from perspect.core.perspectrum import load_claims
 from perspect.core.stack import Stack
 from perspect.lab.pools import pool_searcher
@@ -26,7 +27,6 @@ from perspect.pipeline.engine import (
 )
 from perspect.reranker.equivalence_ce import (
     FORMAT,
-    INT8,
     MANIFEST,
     EquivalenceModel,
     canonical,

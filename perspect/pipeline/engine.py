@@ -136,24 +136,20 @@ class Engine:
         self.config = config or EngineConfig()
         onnx = self.config.runtime == "onnx"
         q = self.config.quantize
-        if onnx:  # int8: ONNX Runtime's per-channel copy of the graph, else PyTorch's int8
-            self.model = model.for_inference(int8=q)
-            if q and not self.model.manifest.get("quantized"):
-                self.model = model.quantized()
+        # int8: ONNX Runtime's per-channel copy of the graph; PyTorch's int8 on runtime "torch"
+        # or where no graph can be made
+        if onnx:
+            model = model.for_inference(int8=q)
         elif model.net is None:  # a model served by ONNX Runtime, asked for PyTorch
-            torch_model = PairModel.load(model.origin)
-            self.model = torch_model.quantized() if q else torch_model
-        else:
-            self.model = model.quantized() if q else model
+            model = PairModel.load(model.origin)
+        self.model = model.quantized() if q and not model.manifest.get("quantized") else model
         self.decisions = decisions or Decisions.from_manifest(model.manifest)
         q_eq = self.config.quantize_equivalence
         q_eq = q if q_eq is None else q_eq
         ce = load_for(model.manifest, model.origin, serving=onnx, int8=q_eq)
         if ce is not None and onnx:
             ce = ce.for_inference(int8=q_eq)
-            if q_eq and not ce.manifest.get("quantized"):
-                ce = ce.quantized()
-        elif ce is not None and q_eq:
+        if ce is not None and q_eq and not ce.manifest.get("quantized"):
             ce = ce.quantized()
         self.equivalence_ce = ce
         if comparator is not None and onnx:
