@@ -7,25 +7,35 @@ BIN := $(VENV)/bin
 # torch first, pinned: pip finds the CPU build of 2.13.0 on this machine's disk. On another machine
 # set TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu" to avoid a CUDA build.
 TORCH_PIP_ARGS ?=
+PIP_VERSION ?= 26.3
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
 SHARED_CLAIMDIFF ?= ../shared/data/claimdiff
 CLAIM ?= animals should have lawful rights
 
-.PHONY: setup demo data models test lint
+.PHONY: setup demo data models test lint lock
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml Makefile
+$(VENV)/.installed: requirements.lock pyproject.toml Makefile
 	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; } \
 	  || echo "tmux not installed: the tmux UI test will be skipped"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q pip==$(PIP_VERSION)
 	$(BIN)/python -m pip install -q torch==2.13.0 $(TORCH_PIP_ARGS)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	# every dependency at the version of the lock file (make lock refreshes it), then Perspect itself
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
 	# PyLate without its fast-plaid dependency (needs another torch and crashes with this one);
 	# its real dependencies are in pyproject.toml. `pip check` will mention fast-plaid: harmless.
 	$(BIN)/python -m pip install -q --no-deps pylate==1.6.0
 	touch $@
+
+# Refresh requirements.lock from pyproject.toml (pip-tools): after a dependency changes, keeping
+# every other pin; `make lock UPGRADE=1` moves every pin to the newest release that fits.
+UPGRADE ?=
+lock: $(VENV)/.installed
+	$(BIN)/pip-compile -q --extra dev --strip-extras --no-emit-find-links --no-emit-index-url \
+	  --no-emit-trusted-host $(if $(UPGRADE),--upgrade) -o requirements.lock pyproject.toml
 
 demo: setup data
 	$(BIN)/perspect models verify

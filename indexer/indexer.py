@@ -24,7 +24,8 @@ from perspect.core.types import POOLS, Item
 from perspect.indexer.links import KEEP, Links, compute
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import ReadReport, read_pool
-from perspect.retriever.base import Backend, backend_class
+from perspect.retriever.base import Backend
+from perspect.retriever.registry import backend_class
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 import tantivy
 
 from perspect.core.types import Item
-from perspect.retriever.base import Backend, ProgressFn, register
+from perspect.retriever.base import Backend, ProgressFn
 
 ANALYZER = "en_perspect"
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -65,7 +65,6 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
-@register
 class TantivyBM25(Backend):
     kind = "bm25"
 

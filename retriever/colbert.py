@@ -33,7 +33,7 @@ from perspect.core import bundle, paths
 from perspect.core.errors import ModelError
 from perspect.core.types import Item
 from perspect.retriever import onnx_query
-from perspect.retriever.base import Backend, ProgressFn, register
+from perspect.retriever.base import Backend, ProgressFn
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "nbits": 2,
@@ -266,7 +266,6 @@ def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
     return _LightQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
 
 
-@register
 class ColBERTBackend(Backend):
     kind = "colbert"
 

@@ -26,7 +26,7 @@ import numpy as np
 from perspect.core import bundle, paths
 from perspect.core.errors import ModelError
 from perspect.core.types import Item
-from perspect.retriever.base import Backend, ProgressFn, register
+from perspect.retriever.base import Backend, ProgressFn
 
 VECTORS = "vectors.faiss"
 IDS = "ids.json"
@@ -107,7 +107,6 @@ def encode(model, texts: Sequence[str], batch_size: int = 64, progress=None) -> 
     return out
 
 
-@register
 class DenseBackend(Backend):
     kind = "dense"
 

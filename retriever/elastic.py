@@ -376,6 +376,3 @@ class EsColBERT(EsBackend):
         q = np.asarray(self.encoder.encode([query], is_query=True)[0], dtype=np.float32)
         window = int(self.config.get("rescore_window", 100))
         return self._search(body.maxsim_rescore(q.tolist(), query, k, window))
-
-
-KINDS: dict[str, type[EsBackend]] = {"bm25": EsBM25, "dense": EsDense, "colbert": EsColBERT}

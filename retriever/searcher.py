@@ -20,8 +20,9 @@ from perspect.core.errors import PerspectError
 from perspect.core.layout import IndexDir, Lease
 from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Hit, HitList, validate_claim
-from perspect.retriever.base import Backend, VectorBackend, backend_class
+from perspect.retriever.base import Backend, VectorBackend
 from perspect.retriever.fusion import rrf
+from perspect.retriever.registry import backend_class
 
 MAX_K = 1000
 HYBRID = "hybrid"

@@ -8,6 +8,7 @@ package-dir mapping in pyproject.toml itself.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -60,52 +61,48 @@ def test_floors_contract(installed_layout):
     assert "2 kept, 0 broken" in r.stdout
 
 
-def test_no_import_cycle_even_inside_functions(installed_layout, monkeypatch):
-    """grimp records every import statement, those inside functions included."""
-    import grimp
+def _graph(layout: Path) -> dict:
+    """The import graph of `layout`, built in a fresh interpreter (tests/import_graph.py), so
+    that what this process imported before, whatever the test order, cannot change it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run(
+        [sys.executable, "-P", str(ROOT / "tests" / "import_graph.py"), str(layout)],
+        cwd=layout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    graph = json.loads(r.stdout)
+    # the graph was read from the layout, whole: every laid-out module is in it
+    assert graph["found_at"] == [str(layout / "perspect")], graph["found_at"]
+    laid_out = {
+        ".".join(p.relative_to(layout).with_suffix("").parts).removesuffix(".__init__")
+        for p in layout.rglob("*.py")
+    }
+    assert laid_out == set(graph["modules"]), laid_out ^ set(graph["modules"])
+    return graph
 
-    monkeypatch.syspath_prepend(str(installed_layout))
-    graph = grimp.build_graph("perspect", cache_dir=None)
-    edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
-    cycles = [c for c in _strongly_connected(edges) if len(c) > 1]
+
+def test_no_import_cycle_even_inside_functions(installed_layout):
+    """grimp records every import statement, those inside functions included."""
+    cycles = _graph(installed_layout)["cycles"]
     assert not cycles, f"import cycles: {cycles}"
 
 
-def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative (the graph has a few hundred modules)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-    for root in sorted(edges):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(edges.get(root, ()))))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is None:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        x = stack.pop()
-                        on.discard(x)
-                        comp.append(x)
-                        if x == v:
-                            break
-                    out.append(comp)
-            elif w not in index:
-                index[w] = low[w] = len(index)
-                stack.append(w)
-                on.add(w)
-                work.append((w, iter(sorted(edges.get(w, ())))))
-            elif w in on:
-                low[v] = min(low[v], index[w])
-    return out
+def test_the_cycle_check_finds_a_planted_cycle(installed_layout, tmp_path):
+    """The check must fail on a cycle through the mapped subpackages, the kind that once landed
+    unnoticed, even where this process has the editable `perspect` imported already."""
+    import perspect.api  # noqa: F401  (as a full test run would have it)
+
+    planted = tmp_path / "layout"
+    shutil.copytree(installed_layout, planted)
+    (planted / "perspect/retriever/planted.py").write_text(
+        "def late():\n    from perspect.indexer import planted_back  # noqa: F401\n"
+    )
+    (planted / "perspect/indexer/planted_back.py").write_text(
+        "from perspect.retriever import planted  # noqa: F401\n"
+    )
+    cycles = _graph(planted)["cycles"]
+    assert ["perspect.indexer.planted_back", "perspect.retriever.planted"] in cycles, cycles

@@ -14,7 +14,7 @@ import pytest
 
 from perspect.core.errors import PerspectError
 from perspect.retriever import es_bodies as body
-from perspect.retriever.base import backend_class
+from perspect.retriever.registry import backend_class
 
 pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
 
