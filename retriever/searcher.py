@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,12 @@ class _View:
         self.vector_backends.clear()
         self.links = None
         self.lease.release()
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    hits: HitList
+    vector: Any  # the query's dense vector (numpy), None without a dense retriever
 
 
 class Searcher:
@@ -214,11 +221,18 @@ class Searcher:
             kind = retriever or self.default_retriever
             t0 = time.perf_counter()
             if kind == HYBRID and len(self.retrievers) > 1:
-                runs, _ = self.runs(query, pool, max(int(k), fusion_depth))
-                scored = rrf(runs, k=rrf_k, limit=int(k))
-            else:
-                scored = self.backend(pool, kind).search(query, int(k))
+                return self.hybrid(query, pool, int(k), fusion_depth, rrf_k).hits
+            scored = self.backend(pool, kind).search(query, int(k))
             return self.hits(query, pool, kind, scored, t0)
+
+    def hybrid(self, query: str, pool: str, k: int, depth: int, rrf_k: int) -> Hybrid:
+        """Every retriever's top `max(k, depth)`, fused by RRF into the top `k` (a single
+        retriever too: the engine's relevance stack reads the fused score), and the query's dense
+        vector from the same pass."""
+        t0 = time.perf_counter()
+        runs, vector = self.runs(query, pool, max(k, depth))
+        scored = rrf(runs, k=rrf_k, limit=k)
+        return Hybrid(self.hits(query, pool, self.default_retriever, scored, t0), vector)
 
     def warm_in_background(self, pools: Sequence[str] = ("perspectives",)) -> threading.Thread:
         """Open the backends of `pools` on a thread (`Backend.warm`: for ColBERT, importing torch

@@ -9,7 +9,9 @@ import pytest
 
 from perspect import Perspect
 from perspect.core.result import Member, PerspectiveCluster, SearchResult
-from perspect.pipeline.engine import Cancelled, _coverage, _interleave
+from perspect.pipeline.engine import Cancelled
+from perspect.pipeline.order import coverage as _coverage
+from perspect.pipeline.order import interleave as _interleave
 
 
 def test_search_returns_clusters_with_evidence(tiny_index, tiny_pair_model):
@@ -70,7 +72,7 @@ def test_coverage_warnings():
 def test_complete_link_does_not_chain_and_respects_sides():
     import numpy as np
 
-    from perspect.pipeline.engine import complete_link
+    from perspect.pipeline.clusters import complete_link
 
     p = np.array(
         [

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,14 +16,8 @@ from perspect.core.perspectrum import load_claims
 from perspect.core.stack import Stack
 from perspect.lab.pools import pool_searcher
 from perspect.lab.training import recalibrate
-from perspect.pipeline.engine import (
-    FAST_EQUIVALENCE_PAIRS,
-    Engine,
-    EngineConfig,
-    ce_needed,
-    complete_link,
-    fast_config,
-)
+from perspect.pipeline.clusters import at_most, both_orders, ce_needed, complete_link
+from perspect.pipeline.engine import FAST_EQUIVALENCE_PAIRS, Engine, EngineConfig, fast_config
 from perspect.reranker.equivalence_ce import (
     FORMAT,
     MANIFEST,
@@ -182,8 +175,7 @@ def test_the_reverse_pass_runs_only_where_it_could_change_a_cluster():
         rev = {canonical(*x): v for x, v in zip(pairs, rng.uniform(0, 1, len(pairs)), strict=True)}
         feats = {"cosine": rng.uniform(0, 1, len(pairs))}
         ce = _TwoOrders(fwd, rev)
-        engine = SimpleNamespace(equivalence_ce=ce, cluster_cut=lambda: cut)
-        got = Engine._ce_scores(engine, "a claim", pairs, st, feats)
+        got = both_orders(ce, "a claim", pairs, st, feats, cut)
         both = np.array([(fwd[canonical(*x)] + rev[canonical(*x)]) / 2 for x in pairs])
         assert np.allclose(got, both) == (ce.passes == 2 * len(pairs))
         full, pruned = np.zeros((n, n)), np.zeros((n, n))
@@ -308,11 +300,9 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
 
 
 def test_the_pair_budget_keeps_the_pairs_most_likely_to_merge():
-    from perspect.pipeline.engine import _at_most
-
     st = Stack(("cosine", "ce"), (5.0, 3.0), -4.0)
     feats = {"cosine": np.array([0.9, 0.2, 0.8, 0.5, 0.95])}
     need = np.array([True, False, True, True, True])
-    assert _at_most(need, st, feats, None).tolist() == need.tolist()
-    assert _at_most(need, st, feats, 2).tolist() == [True, False, False, False, True]
-    assert _at_most(need, st, feats, 10).tolist() == need.tolist()
+    assert at_most(need, st, feats, None).tolist() == need.tolist()
+    assert at_most(need, st, feats, 2).tolist() == [True, False, False, False, True]
+    assert at_most(need, st, feats, 10).tolist() == need.tolist()

@@ -10,7 +10,8 @@ import pytest
 from perspect.core.links import Link
 from perspect.core.perspectrum import load_claims, load_perspectives
 from perspect.lab.pools import pool_searcher
-from perspect.pipeline.engine import Engine, link_features
+from perspect.pipeline.engine import Engine
+from perspect.pipeline.evidence import link_features
 from perspect.reranker.model import PairModel
 
 

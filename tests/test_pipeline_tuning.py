@@ -53,7 +53,7 @@ def test_t4_returns_the_best_link_over_the_cut():
 
 
 def test_evidence_backs_links_close_to_the_top_one():
-    from perspect.pipeline.engine import backed_links
+    from perspect.pipeline.evidence import backed_links
 
     assert backed_links([0.7, 0.66, 0.5], 0.4, 0.05, 3) == [0, 1]
     assert backed_links([0.7, 0.66, 0.5], 0.4, 0.0, 3) == [0]
@@ -71,7 +71,7 @@ def test_evidence_backs_links_close_to_the_top_one():
 
 
 def test_evidence_stack_learns_that_links_both_retrievers_found_back_more():
-    from perspect.pipeline.engine import link_scores
+    from perspect.pipeline.evidence import link_scores
 
     # the gold paragraph was found by BM25 and dense (fused 2/61), a distractor by dense only
     # (1/61) with a slightly higher cosine: the cosine ranks the distractor first
@@ -179,7 +179,7 @@ def test_continue_training_keeps_other_heads_and_their_decisions(
 
 
 def test_equivalence_features_condition_on_the_claim():
-    from perspect.pipeline.engine import equivalence_features
+    from perspect.pipeline.clusters import equivalence_features
 
     claim = np.array([1.0, 0.0, 0.0])
     # a and b share only the claim's direction; a and c also share a point of their own

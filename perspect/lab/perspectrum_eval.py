@@ -20,12 +20,8 @@ from perspect.core.metrics import PRF, binary_prf, claim_pr, macro
 from perspect.core.perspectrum import Claim
 from perspect.core.stack import Stack
 from perspect.core.stack import fit as fit_stack
-from perspect.pipeline.engine import (
-    complete_link,
-    equivalence_features,
-    link_features,
-    ranked_links,
-)
+from perspect.pipeline.clusters import complete_link, equivalence_features
+from perspect.pipeline.evidence import link_features, ranked_links
 from perspect.reranker.roles import pair_for
 
 
@@ -61,7 +57,7 @@ def predict(
         query = None
         if "relevance" in tasks:
             hits, query = engine.candidates(c.text, k_persp)
-            head = engine.judge(query, hits)["head"]
+            head = engine.judge(query, hits).head
             feats = engine.relevance_features(hits, query, head)
             pred.t1.append((gold, [int(h.id) for h in hits], feats))
         gp = [

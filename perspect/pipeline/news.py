@@ -1,0 +1,94 @@
+"""The fifth stage: news sentences that strengthen or weaken the claim (ClaimDiff).
+
+Retrieved (RRF over the index's retrievers), gated by their dense cosine to the claim, judged
+sentence -> claim by the comparator under its thresholds for document-like streams (most
+retrieved sentences bear on nothing, and then none is shown); each kept one is also compared with
+the top clusters' phrasings, to say which perspective it bears on most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perspect.core.result import NewsItem, PerspectiveCluster
+from perspect.reranker.comparator import Comparator, Relation
+from perspect.retriever.searcher import Searcher
+
+_VERB = {"strengthen": "strengthens", "weaken": "weakens"}
+
+
+class News:
+    def __init__(
+        self,
+        searcher: Searcher,
+        comparator: Comparator | None,
+        candidates: int,
+        depth: int,
+        rrf_k: int,
+        most: int,
+        min_similarity: float,
+    ):
+        self.searcher = searcher
+        self.comparator = comparator
+        self.candidates = candidates  # sentences retrieved for the claim
+        self.depth = depth  # each retriever's depth before RRF
+        self.rrf_k = rrf_k
+        self.most = most  # sentences shown at most
+        self.min_similarity = min_similarity  # EngineConfig.news_min_similarity
+
+    @property
+    def active(self) -> bool:
+        """A comparator and a news pool: the stage runs (on an empty pool it finds nothing)."""
+        return self.comparator is not None and "news" in self.searcher.pools
+
+    def __call__(self, claim: str, clusters: Sequence[PerspectiveCluster]) -> list[NewsItem]:
+        cmp = self.comparator
+        if cmp is None or not self.searcher.pools.get("news"):
+            return []
+        got = self.searcher.hybrid(claim, "news", self.candidates, self.depth, self.rrf_k)
+        hits, qv = got.hits.hits, got.vector
+        vectors = self.searcher.vector_backend("news")
+        if hits and qv is not None and vectors is not None:
+            cos = vectors.vectors([h.id for h in hits]) @ qv
+            hits = tuple(h for h, c in zip(hits, cos, strict=True) if c >= self.min_similarity)
+        if not hits:
+            return []
+        rel = cmp.compare([(h.text, claim) for h in hits], setting="doc")
+        kept = [(h, r) for h, r in zip(hits, rel, strict=True) if r.relation != "neither"]
+        kept.sort(key=lambda x: -_p(x[1]))
+        kept = kept[: self.most]
+        reps = [c.representative for c in clusters]
+        per = len(reps)
+        against = (
+            cmp.compare([(h.text, m.text) for h, _ in kept for m in reps], setting="doc")
+            if per
+            else []
+        )
+        out = []
+        for i, (h, r) in enumerate(kept):
+            mine = against[i * per : (i + 1) * per]
+            best = max(range(per), key=lambda j: _p(mine[j]), default=None)
+            related = best is not None and mine[best].relation != "neither"
+            out.append(
+                NewsItem(
+                    h.id,
+                    h.text,
+                    _VERB[r.relation],
+                    _p(r),
+                    r.rationale,
+                    reps[best].id if related else None,
+                    _VERB[mine[best].relation] if related else None,
+                    _p(mine[best]) if related else 0.0,
+                    h.metadata,
+                )
+            )
+        return out
+
+
+def _p(r: Relation) -> float:
+    """P(the relation decided), or the larger of the two for "neither"."""
+    if r.relation == "strengthen":
+        return r.strengthen
+    if r.relation == "weaken":
+        return r.weaken
+    return max(r.strengthen, r.weaken)
