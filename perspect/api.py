@@ -344,7 +344,7 @@ def _resolved(model: str) -> str:
 
 
 # -- models ------------------------------------------------------------------------------------
-# The training stack (perspect.lab.training, reranker.train) imports torch at its top: 1.5 s
+# The training stack (perspect.lab.training, lab.train.pair) imports torch at its top: 1.5 s
 # that a search never needs, so the functions below import it when they run.
 ENCODERS = {  # --task -> (trainer in perspect.lab.training, default output folder, what it trains)
     "colbert": ("train_colbert", paths.colbert_model, "ColBERT"),
@@ -390,7 +390,7 @@ def train(
     overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
     rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
     from perspect.lab import training
-    from perspect.reranker.train import PROFILES
+    from perspect.lab.train.pair import PROFILES
 
     reporter = reporter or NullReporter()
     if task == "claimdiff":
@@ -404,7 +404,7 @@ def train(
         return TrainResult(task, out, what, m)
     out = Path(out or paths.pair_model())
     if task == "average":
-        from perspect.reranker.average import average
+        from perspect.lab.train.average import average
 
         average(list(models), out)
         return TrainResult(task, out, f"the average of {len(models)} models", {})
@@ -474,7 +474,7 @@ def _train_comparator(data, out, base, profile, max_minutes, reporter, log):
 
 
 def _profile(name: str, train_layers: int | str | None, max_minutes: float | None):
-    from perspect.reranker.train import PROFILES
+    from perspect.lab.train.pair import PROFILES
 
     prof = PROFILES[name]
     if train_layers == "all":

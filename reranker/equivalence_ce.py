@@ -1,5 +1,5 @@
 """A dedicated claim-conditioned equivalence cross-encoder: the model the engine loads (its trainer
-is perspect.reranker.equivalence_train, `perspect train --task equivalence-ce`).
+is perspect.lab.train.equivalence, `perspect train --task equivalence-ce`).
 
 Why a separate model: equivalence was decided by a stack over stored bi-encoder vectors (no forward
 pass; dev T3 F1 62.9) because the multi-task pair model's equivalence head was weak (35.1). A

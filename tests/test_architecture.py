@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def installed_layout(tmp_path_factory) -> Path:
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     out = tmp_path_factory.mktemp("layout")
+    mapped = conf["package-dir"]
     for pkg in conf["packages"]:
-        src = ROOT / conf["package-dir"].get(pkg, pkg.replace(".", "/"))
-        if pkg not in conf["package-dir"]:  # a subpackage of a mapped one
-            parent, _, leaf = pkg.rpartition(".")
-            src = ROOT / conf["package-dir"][parent] / leaf
+        # the longest mapped prefix: perspect.lab.train lies in perspect/lab/train
+        base = max((m for m in mapped if pkg == m or pkg.startswith(m + ".")), key=len)
+        src = ROOT / mapped[base] / pkg.removeprefix(base).lstrip(".").replace(".", "/")
         dst = out / pkg.replace(".", "/")
         dst.mkdir(parents=True, exist_ok=True)
         for f in src.glob("*.py"):

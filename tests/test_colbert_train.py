@@ -10,8 +10,8 @@ import pytest
 
 from perspect.core import bundle
 from perspect.core.perspectrum import load_perspectives, tune_claims_of
+from perspect.lab.train.colbert import ColBERTProfile
 from perspect.lab.training import train_colbert
-from perspect.reranker.colbert_train import ColBERTProfile
 
 pytestmark = pytest.mark.slow
 

@@ -68,7 +68,7 @@ def test_contrast_stance_pairs_swap_the_label_under_the_negated_claim(tiny_persp
     import random
 
     from perspect.core.perspectrum import load_claims, load_perspectives
-    from perspect.reranker.data import build_examples
+    from perspect.lab.train.pair_data import build_examples
 
     claims = load_claims(tiny_perspectrum, "train")
     persp = load_perspectives(tiny_perspectrum)

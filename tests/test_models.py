@@ -12,7 +12,8 @@ import torch
 
 from perspect.core.errors import ModelError
 from perspect.core.progress import NullReporter
-from perspect.reranker.data import Example
+from perspect.lab.train.pair import Profile, fit_platt, length_bucketed_batches, train_steps
+from perspect.lab.train.pair_data import Example
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import (
     Equivalence,
@@ -22,7 +23,6 @@ from perspect.reranker.roles import (
     pair_for,
     relevance_and_stance,
 )
-from perspect.reranker.train import Profile, fit_platt, length_bucketed_batches, train_steps
 from tests.conftest import restamp_bundle
 
 
@@ -149,7 +149,7 @@ def test_onnx_runtime_scores_like_torch_and_never_serves_stale_weights(tiny_pair
 def test_average_is_the_mean_of_the_weights_and_refuses_other_models(tiny_base, tmp_path):
     import subprocess
 
-    from perspect.reranker.average import average
+    from perspect.lab.train.average import average
 
     from .conftest import perspect_cmd
 

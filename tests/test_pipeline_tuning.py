@@ -151,8 +151,8 @@ def test_continue_training_keeps_other_heads_and_their_decisions(
 
     import torch
 
+    from perspect.lab.train.pair import PROFILES
     from perspect.lab.training import train
-    from perspect.reranker.train import PROFILES
 
     prof = dataclasses.replace(PROFILES["quick"], caps={"stance": 48}, epochs={"stance": 3})
     before = PairModel.load(tiny_pair_model)

@@ -208,7 +208,7 @@ def train_comparator(
     manifest."""
     import torch
 
-    from perspect.reranker import comparator_train as ct
+    from perspect.lab.train import comparator as ct
     from perspect.reranker.comparator import Comparator
 
     prof = resolve_profile(profile)

@@ -207,8 +207,8 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
                 data, folder, base=base, profile=step.profile, reporter=reporter, log=log
             )
         elif step.task == "continue":
+            from perspect.lab.train.pair import PROFILES
             from perspect.reranker.model import TASKS
-            from perspect.reranker.train import PROFILES
 
             tasks = tuple(t for t in TASKS if t in PROFILES[step.profile].caps)
             training.train(data, folder, tasks, base, step.profile, reporter, log, init=folder)

@@ -22,11 +22,13 @@ from perspect.core.progress import NullReporter, Reporter
 from perspect.core.stack import logit
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab.pools import pool_searcher
+from perspect.lab.train import colbert as colbert_train
+from perspect.lab.train import dense as dense_train
+from perspect.lab.train import equivalence as equivalence_train
+from perspect.lab.train.pair import Profile, fit_heads, fit_platt, resolve_profile
 from perspect.pipeline.engine import Engine
-from perspect.reranker import colbert_train, dense_train, equivalence_train
 from perspect.reranker.equivalence_ce import ORDERS, attach
 from perspect.reranker.model import TASKS, PairModel
-from perspect.reranker.train import Profile, fit_heads, fit_platt, resolve_profile
 from perspect.retriever.searcher import Searcher
 
 

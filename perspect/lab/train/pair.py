@@ -28,7 +28,7 @@ from perspect.core.perspectrum import (
     tune_claims_of,
 )
 from perspect.core.progress import NullReporter, Reporter
-from perspect.reranker.data import Example, build_examples
+from perspect.lab.train.pair_data import Example, build_examples
 from perspect.reranker.model import TASKS, PairModel
 from perspect.reranker.pair_net import freeze_lower
 
@@ -54,7 +54,7 @@ class Profile:
     # top encoder layers trained (None: all). Three of MiniLM's six keep the shipped bundle small
     # (reranker.pair_net.freeze_lower); a continued model keeps the same frozen floor.
     train_layers: int | None = 3
-    # every stance pair also with the claim negated and the label swapped (reranker.data)
+    # every stance pair also with the claim negated and the label swapped (lab.train.pair_data)
     contrast_stance: bool = False
 
 

@@ -83,15 +83,15 @@ def train_colbert(
         load_evidence,
         load_perspectives,
     )
-    from perspect.reranker.model import resolve_base
-    from perspect.reranker.pair_net import freeze_lower
-    from perspect.reranker.st_training import (
+    from perspect.lab.train.st import (
         budget_callback,
         save_model,
         training_args,
         training_record,
         triple_datasets,
     )
+    from perspect.reranker.model import resolve_base
+    from perspect.reranker.pair_net import freeze_lower
 
     hf_logging.set_verbosity_error()
     prof = PROFILES[profile] if isinstance(profile, str) else profile

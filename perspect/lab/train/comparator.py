@@ -20,8 +20,8 @@ import torch
 
 from perspect.core.claimdiff import RELATIONS, ClaimPair, rationale_spans
 from perspect.core.progress import NullReporter, Reporter
+from perspect.lab.train.pair import length_bucketed_batches
 from perspect.reranker.comparator import Comparator
-from perspect.reranker.train import length_bucketed_batches
 
 
 @dataclass(frozen=True)

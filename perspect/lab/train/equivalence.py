@@ -1,6 +1,6 @@
 """Training the equivalence cross-encoder (`perspect train --task equivalence-ce`): pairs of one
 fit claim's perspectives, same gold cluster or not, negatives sampled 3:1, the order of each pair
-random; sentence-transformers' CrossEncoder trainer (perspect.reranker.st_training). The model and
+random; sentence-transformers' CrossEncoder trainer (perspect.lab.train.st). The model and
 how the engine uses it: perspect.reranker.equivalence_ce.
 """
 
@@ -72,7 +72,7 @@ def train_equivalence(
     from transformers.utils import logging as hf_logging
 
     from perspect.core.perspectrum import data_fingerprints, load_perspectives, tune_claims_of
-    from perspect.reranker.st_training import save_model, train_cross_encoder, training_record
+    from perspect.lab.train.st import save_model, train_cross_encoder, training_record
     from perspect.retriever.dense import PACKAGED, resolve_model
 
     hf_logging.set_verbosity_error()

@@ -115,14 +115,14 @@ def train_dense(
         load_perspectives,
         tune_claims_of,
     )
-    from perspect.reranker.pair_net import freeze_lower
-    from perspect.reranker.st_training import (
+    from perspect.lab.train.st import (
         budget_callback,
         save_model,
         training_args,
         training_record,
         triple_datasets,
     )
+    from perspect.reranker.pair_net import freeze_lower
     from perspect.retriever.dense import PACKAGED, resolve_model
 
     hf_logging.set_verbosity_error()
