@@ -1,9 +1,15 @@
-"""`perspect eval perspectrum`: the T1-T5 table of the BM25 + trained-model pipeline."""
+"""`perspect eval perspectrum | claimdiff`: the T1-T5 table, and ClaimDiff -S / -W, beside published rows."""
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from perspect.cli.common import (
+    DEFAULT_CLAIMDIFF,
+    DEFAULT_DATA,
+    add_home,
+)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -162,3 +168,77 @@ def run_eval_claimdiff(args: argparse.Namespace) -> int:
         "strengthen). The paper's rows are on its held-out test split: not comparable row for row."
     )
     return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    return run_eval(args)
+
+
+def cmd_eval_claimdiff(args: argparse.Namespace) -> int:
+    return run_eval_claimdiff(args)
+
+
+def register(sub) -> None:
+    """`perspect eval`."""
+    e = sub.add_parser("eval", help="evaluate on a benchmark").add_subparsers(
+        dest="sub", required=True
+    )
+    ep = e.add_parser("perspectrum", help="PERSPECTRUM T1-T5 (Chen et al. 2019, section 5)")
+    ep.add_argument("--data", default=str(DEFAULT_DATA))
+    ep.add_argument("--split", default="dev", choices=["train", "dev", "test"])
+    ep.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    ep.add_argument(
+        "--index",
+        default=None,
+        help="evaluate the engine on this index (default: a scratch index of the pools in "
+        "--data, see --retrievers)",
+    )
+    add_home(ep)
+    ep.add_argument("--k-persp", type=int, default=None, help="perspective candidates per claim")
+    ep.add_argument(
+        "--retrievers",
+        default=None,
+        help="retrievers of the scratch index when no --index is given (default: those the "
+        "model's decisions were fitted with, else bm25,dense)",
+    )
+    ep.add_argument("--limit", type=int, default=None, help="only the first N claims (smoke runs)")
+    ep.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
+    ep.add_argument(
+        "--fp32-equivalence",
+        action="store_true",
+        help="with --quantize: keep the equivalence cross-encoder in float32",
+    )
+    ep.add_argument(
+        "--equivalence-max-pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N pairs per claim through the equivalence cross-encoder "
+        "(EngineConfig.equivalence_ce_max_pairs; default: every pair that could merge)",
+    )
+    ep.add_argument(
+        "--reference",
+        default=None,
+        metavar="FILE",
+        help='published rows to print beside the table: {"rows": [{"system": ..., "T1": '
+        '{"precision": .., "recall": .., "f1": ..}, ...}]} (see perspect/reference_rows.py)',
+    )
+    ep.add_argument("--json", action="store_true")
+    ep.add_argument("-q", "--quiet", action="store_true")
+    ep.set_defaults(func=cmd_eval)
+
+    ec = e.add_parser("claimdiff", help="ClaimDiff -S / -W and rationales (Ko et al. 2023)")
+    ec.add_argument(
+        "--data", default=str(DEFAULT_CLAIMDIFF), help="ClaimDiff folder (upstream names)"
+    )
+    ec.add_argument(
+        "--split",
+        default="dev",
+        choices=["dev", "test"],
+        help="dev: carved from train by topic (perspect.core.claimdiff); test: upstream's",
+    )
+    ec.add_argument("--model", default=None, help="comparator folder (default: models/comparator)")
+    ec.add_argument("--reference", default=None, metavar="FILE", help="the paper's rows (JSON)")
+    ec.add_argument("--json", action="store_true")
+    ec.add_argument("-q", "--quiet", action="store_true")
+    ec.set_defaults(func=cmd_eval_claimdiff)

@@ -1,0 +1,229 @@
+"""`perspect index build|add|rebuild|delete|status`: writes go through the API, with rich bars."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perspect.cli.common import (
+    add_backend,
+    add_home,
+    add_pool_inputs,
+    console,
+    engine_args,
+)
+from perspect.core.render import json_text, literal
+from perspect.core.types import POOLS
+
+
+def _sources(args: argparse.Namespace):
+    from perspect.api import Source
+
+    out = []
+    for pool in POOLS:
+        for path in getattr(args, pool) or []:
+            out.append(
+                Source(
+                    pool=pool,
+                    path=Path(path),
+                    fmt=args.format,
+                    id_field=args.id_field,
+                    text_field=args.text_field,
+                )
+            )
+    return out
+
+
+def _print_report(rep, verb: str) -> None:
+    c = console()
+    parts = [f"{p}: {n:,}" for p, n in rep.counts.items()]
+    c.print(f"[green]✓[/] {verb} index [bold]{rep.index}[/] ({rep.version}) — {', '.join(parts)}")
+    for pool, n in rep.added.items():
+        extra = f", replaced {rep.replaced.get(pool, 0):,}" if rep.replaced.get(pool) else ""
+        c.print(f"  {pool}: added {n:,}{extra}")
+    for pool, n in rep.deleted.items():
+        c.print(f"  {pool}: deleted {n:,}, not found {rep.not_found.get(pool, 0):,}")
+    if rep.duplicate_ids:
+        c.print(f"  [yellow]duplicate ids skipped: {rep.duplicate_ids:,}[/]")
+    if rep.duplicate_texts:
+        c.print(f"  [yellow]duplicate texts (kept, different ids): {rep.duplicate_texts:,}[/]")
+    if rep.skipped_bad:
+        c.print(f"  [yellow]bad records skipped: {rep.skipped_bad:,}[/]")
+
+
+def _index_config(args: argparse.Namespace):
+    from perspect import api
+
+    retrievers = [r.strip() for r in (args.retrievers or "").split(",") if r.strip()]
+    return api.index_config(
+        retrievers or None,
+        dense_model=args.dense_model,
+        colbert_model=args.colbert_model,
+        colbert_config=args.colbert_config,
+        engine=args.backend,
+        es_url=args.es_url,
+        note=lambda msg: console(stderr=True).print(f"[yellow]note:[/] {literal(msg)}"),
+    )
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from perspect import api
+    from perspect.core.progress import RichReporter
+
+    engine_args(args)
+    config = _index_config(args)
+    with RichReporter(quiet=args.quiet) as rep:
+        report = api.build_index(
+            args.name,
+            _sources(args),
+            home=args.home,
+            config=config,
+            reporter=rep,
+            skip_bad=args.skip_bad,
+        )
+    _print_report(report, "built")
+    return 0
+
+
+def cmd_index_add(args: argparse.Namespace) -> int:
+    from perspect import api
+    from perspect.core.progress import RichReporter
+
+    sources = _sources(args)
+    engine_args(args)
+    api.check_engine(args.name, args.backend, home=args.home)
+    with RichReporter(quiet=args.quiet) as rep:
+        report = api.add_to_index(
+            args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad
+        )
+    _print_report(report, "updated")
+    return 0
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from perspect import api
+    from perspect.core.progress import RichReporter
+
+    with RichReporter(quiet=args.quiet) as rep:
+        manifest = api.rebuild_index(
+            args.name, args.retriever, args.model, home=args.home, reporter=rep
+        )
+    model = manifest["config"]["backends"].get(args.retriever, {}).get("model")
+    console().print(
+        f"[green]✓[/] re-encoded {', '.join(manifest['pools'])} of {args.name!r} with "
+        f"{args.retriever}" + (f" ({model})" if model else "")
+    )
+    return 0
+
+
+def cmd_index_delete(args: argparse.Namespace) -> int:
+    from perspect import api
+    from perspect.core.progress import RichReporter
+
+    engine_args(args)
+    api.check_engine(args.name, args.backend, home=args.home)
+    with RichReporter(quiet=args.quiet) as rep:
+        report = api.delete_from_index(args.name, args.pool, args.ids, home=args.home, reporter=rep)
+    _print_report(report, "updated")
+    return 0
+
+
+def cmd_index_status(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from perspect import api
+
+    engine_args(args)
+    if args.name:
+        api.check_engine(args.name, args.backend, home=args.home)
+    home, rows = api.index_status(args.name, args.home)
+    if args.json:
+        print(json_text({"home": str(home), "indexes": rows}))
+        return 0
+    if not rows:
+        console().print(
+            f"no indexes in {literal(home)}  (build one: perspect index build --name NAME "
+            "--perspectives FILE)"
+        )
+        return 0
+    t = Table(title=f"indexes in {literal(home)}")
+    for col in ("name", "version", "pool", "items", "retrievers", "sources", "updated"):
+        t.add_column(col)
+    for m in rows:
+        for i, (pool, e) in enumerate(m["pools"].items()):
+            srcs = [Path(s["path"]).name for s in m["sources"] if s["pool"] == pool]
+            t.add_row(
+                m["name"] if i == 0 else "",
+                m["version"] if i == 0 else "",
+                pool,
+                f"{e['count']:,}",
+                ",".join(e["retrievers"])
+                + (" (elasticsearch)" if api.index_engine(m) == "elasticsearch" else ""),
+                literal(", ".join(dict.fromkeys(srcs))),
+                m["updated_at"] if i == 0 else "",
+            )
+    console().print(t)
+    return 0
+
+
+def register(sub) -> None:
+    """`perspect index`."""
+    idx = sub.add_parser("index", help="build and maintain indexes").add_subparsers(
+        dest="sub", required=True
+    )
+    b = idx.add_parser("build", help="build (or rebuild) an index from pool files")
+    b.add_argument("--name", required=True)
+    b.add_argument(
+        "--retrievers",
+        default=None,
+        help="comma-separated of bm25,dense,colbert (default: all three when a ColBERT model "
+        "exists, else bm25,dense)",
+    )
+    b.add_argument("--colbert-model", help="ColBERT model folder (default: models/colbert)")
+    b.add_argument(
+        "--dense-model",
+        help="sentence-transformers folder or hub id (default: models/dense when "
+        "`perspect train --task dense` wrote it, else the packaged all-MiniLM-L6-v2)",
+    )
+    b.add_argument(
+        "--colbert-config",
+        metavar="PLAN_JSON",
+        help="take ColBERT settings from a colbert-ai/RAGatouille plan.json or metadata.json",
+    )
+    add_pool_inputs(b)
+    add_home(b)
+    add_backend(b, build=True)
+    b.set_defaults(func=cmd_index_build)
+    a = idx.add_parser("add", help="add or replace items in an existing index")
+    a.add_argument("--name", required=True)
+    add_pool_inputs(a)
+    add_home(a)
+    add_backend(a)
+    a.set_defaults(func=cmd_index_add)
+    r = idx.add_parser(
+        "rebuild",
+        help="re-encode all pools with one retriever (a new model, or a retriever the index "
+        "lacks); the others are kept",
+    )
+    r.add_argument("--name", required=True)
+    r.add_argument("--retriever", required=True, choices=["bm25", "dense", "colbert"])
+    r.add_argument(
+        "--model", help="model folder or hub id (default: models/dense or models/colbert)"
+    )
+    r.add_argument("-q", "--quiet", action="store_true")
+    add_home(r)
+    r.set_defaults(func=cmd_index_rebuild)
+    d = idx.add_parser("delete", help="delete items by id")
+    d.add_argument("--name", required=True)
+    d.add_argument("--pool", required=True, choices=POOLS)
+    d.add_argument("--ids", required=True, nargs="+")
+    d.add_argument("-q", "--quiet", action="store_true")
+    add_home(d)
+    add_backend(d)
+    d.set_defaults(func=cmd_index_delete)
+    s = idx.add_parser("status", help="what is in each index")
+    s.add_argument("--name")
+    s.add_argument("--json", action="store_true")
+    add_home(s)
+    add_backend(s)
+    s.set_defaults(func=cmd_index_status)

@@ -1,0 +1,46 @@
+"""`perspect tui`: opens the terminal UI (textual is an optional dependency)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perspect.cli.common import (
+    add_home,
+)
+from perspect.core.errors import PerspectError
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from perspect.core.config import resolve_home
+
+    resolve_home(args.home)  # a home that is a file: one line and exit 2, before the screen opens
+    try:
+        from perspect.tui.app import run
+    except ImportError as e:
+        raise PerspectError(
+            f"the terminal UI needs textual ({e})", hint="pip install 'perspect[tui]'"
+        ) from None
+    compare = tuple(args.compare) if args.compare else None
+    if compare:
+        for f in compare:
+            if not Path(f).is_file():
+                raise PerspectError(f"{f}: no such file", hint="perspect tui --compare A.md B.md")
+    run(index=args.index, home=args.home, model=args.model, compare=compare, fast=args.fast)
+    return 0
+
+
+def register(sub) -> None:
+    """`perspect tui`."""
+    u = sub.add_parser("tui", help="the interactive terminal UI")
+    u.add_argument("--index", default="default")
+    u.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    u.add_argument("--fast", action="store_true", help="as perspect search --fast")
+    u.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="open two articles side by side (A's sentences that strengthen or weaken B)",
+    )
+    add_home(u)
+    u.set_defaults(func=cmd_tui)
