@@ -523,8 +523,7 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     per weights (5-20 s), and a search would make a missing one itself, slowly."""
     import time
 
-    from perspect.reranker.comparator import Comparator
-    from perspect.reranker.equivalence_ce import EquivalenceModel
+    from perspect.reranker.factory import served_class
 
     root = models_dir(folder)
     done: list[Prepared] = []
@@ -534,20 +533,11 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
             t0 = time.perf_counter()
             done.append(Prepared(name, make(entry), time.perf_counter() - t0))
 
-    def pair(p: Path) -> bool:
-        if PairModel.serving(p) is None:
-            PairModel.load(p).for_inference()
-        return PairModel.serving(p) is not None
-
-    def equivalence(p: Path) -> bool:
-        if EquivalenceModel.serving(p) is None:
-            EquivalenceModel.load(p).for_inference()
-        return EquivalenceModel.serving(p) is not None
-
-    def comparator(p: Path) -> bool:
-        if Comparator.serving(p) is None:
-            Comparator.load(p).for_inference()
-        return Comparator.serving(p) is not None
+    def served(p: Path) -> bool:
+        cls = served_class(p)
+        if cls.serving(p) is None:
+            cls.load(p).for_inference()
+        return cls.serving(p) is not None
 
     def dense_query(p: Path) -> bool:
         return dense.DenseBackend(p / "unused", {"model": str(p)})._query_session() is not None
@@ -559,9 +549,9 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
         model = colbert.load_colbert(path)
         return onnx_query.session(model, path, colbert.model_fingerprint(path)) is not None
 
-    step("pair", root / "pair", pair)
-    step("equivalence", root / "equivalence", equivalence)
-    step("comparator", root / "comparator", comparator)
+    step("pair", root / "pair", served)
+    step("equivalence", root / "equivalence", served)
+    step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense_query)
     step("colbert", root / "colbert", colbert_query)
     return done

@@ -28,6 +28,7 @@ from perspect.core import bundle, onnxrt, paths
 from perspect.core.claimdiff import RELATIONS
 from perspect.core.errors import ModelError
 from perspect.core.tokens import TextTokenizer
+from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.comparator/1"
 ADAPTER = "adapter.safetensors"
@@ -52,9 +53,18 @@ class Relation:
         return tuple(a[s:e] for s, e in self.rationale)
 
 
-class Comparator:
+class Comparator(ServedModel):
     """Tokenizer + network (PyTorch), or tokenizer + exported graph (`Comparator.serving`: ONNX
     Runtime, no torch in the process); both give the same probabilities (tested)."""
+
+    FORMAT = FORMAT
+    MANIFEST = MANIFEST
+    WHAT = "comparator"
+    TRAIN = "perspect train --task claimdiff"
+    GRAPH = "comparator"
+    ROLE = "comparator"
+    WEIGHTS = ("encoder/*.safetensors", ADAPTER, HEADS)
+    REQUIRED = ("encoder", ADAPTER, HEADS)
 
     def __init__(self, tokenizer, net, manifest: dict[str, Any], origin: Path | None = None):
         self.tokenizer = tokenizer  # transformers' tokenizer, or a TextTokenizer when serving
@@ -84,17 +94,6 @@ class Comparator:
         }
         return cls(tok, ComparatorNet(enc), manifest)
 
-    @staticmethod
-    def _manifest(origin: Path) -> tuple[Path, dict[str, Any]]:
-        folder = bundle.resolve(origin)
-        manifest = bundle.read_manifest(
-            folder, MANIFEST, FORMAT, "comparator", "perspect train --task claimdiff"
-        )
-        for f in ("encoder", ADAPTER, HEADS):
-            if not (folder / f).exists():
-                raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
-        return folder, manifest
-
     @classmethod
     def load(cls, folder: str | Path) -> Comparator:
         from safetensors.torch import load_file
@@ -104,7 +103,7 @@ class Comparator:
         from perspect.reranker.pair_net import load_encoder
 
         origin = Path(folder)
-        folder, manifest = cls._manifest(origin)
+        folder, manifest = cls.read(origin)
         tok, enc = load_encoder(str(folder / "encoder"))
         add_lora(enc, manifest["lora"]["rank"], manifest["lora"]["alpha"])
         net = ComparatorNet(enc)
@@ -121,27 +120,27 @@ class Comparator:
         net.eval()
         return cls(tok, net, manifest, origin)
 
-    @staticmethod
-    def _fingerprint(origin: Path) -> str:
-        return onnxrt.files_fingerprint(origin, ("encoder/*.safetensors", ADAPTER, HEADS))
-
     @classmethod
-    def serving(cls, folder: str | Path) -> Comparator | None:
+    def serving(cls, folder: str | Path, int8: bool = False) -> Comparator | None:
         """The saved comparator on ONNX Runtime without torch, or None when its graph is not
         exported for these weights yet (`load(...).for_inference()` exports it)."""
         origin = Path(folder)
-        full, manifest = cls._manifest(origin)
-        sess = onnxrt.existing(origin, "comparator", cls._fingerprint(origin))
+        full, manifest = cls.read(origin)
+        sess = cls.graph(origin, int8)
         if sess is None:
             return None
-        cmp = cls(TextTokenizer(full / "encoder"), None, manifest, origin)
+        cmp = cls(TextTokenizer(full / "encoder"), None, cls.precision(manifest, int8), origin)
         cmp._onnx = sess
         return cmp
 
-    def for_inference(self) -> Comparator:
+    def for_inference(self, int8: bool = False) -> Comparator:
         """This loaded comparator on ONNX Runtime (its graph exported into `<entry>/onnx/` at the
-        first call), or itself where that cannot be done."""
-        if self._onnx is not None or self.origin is None or self.net is None:
+        first call; `int8`: and its int8 copy made), or itself where that cannot be done."""
+        if self.serves(int8):
+            return self
+        if self.net is None:  # served: the other precision is served from the same folder
+            return Comparator.open(self.origin, int8=int8)
+        if self.origin is None:
             return self
 
         def make(path: Path) -> None:
@@ -156,11 +155,11 @@ class Comparator:
                 ("relation", "rationale"),
             )
 
-        sess = onnxrt.session(self.origin, "comparator", self._fingerprint(self.origin), make)
+        sess = self.make_graph(make, int8)
         if sess is None:
             return self
         tok = TextTokenizer(bundle.resolve(self.origin) / "encoder")
-        fast = Comparator(tok, None, self.manifest, self.origin)
+        fast = Comparator(tok, None, self.precision(self.manifest, int8), self.origin)
         fast._onnx = sess
         return fast
 

@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle, onnxrt
+from perspect.core import onnxrt
 from perspect.core.errors import ModelError
 from perspect.core.tokens import TextTokenizer
+from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.equivalence-ce/1"
 MANIFEST = "perspect_manifest.json"
@@ -47,11 +48,19 @@ def pair_input(claim: str, a: str, b: str) -> tuple[str, str]:
     return (f"{claim} [SEP] {a}", b)
 
 
-class EquivalenceModel:
+class EquivalenceModel(ServedModel):
     """P(two perspectives make the same point with respect to the claim).
 
     Scored by the CrossEncoder (PyTorch), or by its exported graph (`serving`, `for_inference`:
     ONNX Runtime with a `tokenizers` tokenizer, no torch in the process; same scores, tested)."""
+
+    FORMAT = FORMAT
+    MANIFEST = MANIFEST
+    WHAT = "equivalence cross-encoder"
+    TRAIN = "perspect train --task equivalence-ce"
+    GRAPH = "equivalence"
+    ROLE = "equivalence"
+    WEIGHTS = ("*.safetensors", "config.json")
 
     def __init__(
         self,
@@ -70,21 +79,9 @@ class EquivalenceModel:
         self.origin = origin or source  # the folder asked for: where its graph lives
         self._onnx = None  # (session, tokenizer)
 
-    @staticmethod
-    def _manifest(folder: str | Path) -> tuple[Path, dict[str, Any]]:
-        full = bundle.resolve(folder)
-        manifest = bundle.read_manifest(
-            full,
-            MANIFEST,
-            FORMAT,
-            "equivalence cross-encoder",
-            "perspect train --task equivalence-ce",
-        )
-        return full, manifest
-
     @classmethod
     def load(cls, folder: str | Path, orders: int = ORDERS) -> EquivalenceModel:
-        full, manifest = cls._manifest(folder)
+        full, manifest = cls.read(folder)
         from sentence_transformers.cross_encoder import CrossEncoder
         from transformers.utils import logging as hf_logging
 
@@ -94,25 +91,19 @@ class EquivalenceModel:
         model.model.eval()
         return cls(model, manifest, full, orders, Path(folder))
 
-    @staticmethod
-    def _fingerprint(origin: Path) -> str:
-        return onnxrt.files_fingerprint(origin, ("*.safetensors", "config.json"))
-
     @classmethod
     def serving(
-        cls, folder: str | Path, orders: int = ORDERS, int8: bool = False
+        cls, folder: str | Path, int8: bool = False, orders: int = ORDERS
     ) -> EquivalenceModel | None:
         """The saved cross-encoder on ONNX Runtime without torch (`int8`: its int8 copy), or
         None when that graph is not made for these weights yet (`load(...).for_inference()`
         makes it)."""
         origin = Path(folder)
-        full, manifest = cls._manifest(origin)
-        sess = onnxrt.served(origin, "equivalence", cls._fingerprint(origin), int8)
+        full, manifest = cls.read(origin)
+        sess = cls.graph(origin, int8)
         if sess is None:
             return None
-        if int8:
-            manifest = {**manifest, "quantized": onnxrt.INT8}
-        ce = cls(None, manifest, full, orders, origin)
+        ce = cls(None, cls.precision(manifest, int8), full, orders, origin)
         ce._onnx = (sess, TextTokenizer(full))
         return ce
 
@@ -120,11 +111,10 @@ class EquivalenceModel:
         """This cross-encoder on ONNX Runtime (graph exported into `<folder>/onnx/` at the first
         call; `int8`: and its int8 copy made), or itself where that cannot be done (no folder,
         a PyTorch-quantized copy)."""
-        if self._onnx is not None and bool(self.manifest.get("quantized")) == int8:
+        if self.serves(int8):
             return self
         if self.model is None:  # served: the other precision is served from the same folder
-            other = EquivalenceModel.serving(self.origin, self.orders, int8)
-            return other or EquivalenceModel.load(self.origin, self.orders).for_inference(int8)
+            return EquivalenceModel.open(self.origin, int8=int8, orders=self.orders)
         if self.origin is None or self.manifest.get("quantized"):
             return self
 
@@ -154,10 +144,10 @@ class EquivalenceModel:
                 Scores(self.model.model), {n: ex[n] for n in INPUTS}, path, {0: "batch", 1: "len"}
             )
 
-        sess = onnxrt.made(self.origin, "equivalence", self._fingerprint(self.origin), make, int8)
+        sess = self.make_graph(make, int8)
         if sess is None:
             return self
-        manifest = {**self.manifest, "quantized": onnxrt.INT8} if int8 else self.manifest
+        manifest = self.precision(self.manifest, int8)
         ce = EquivalenceModel(self.model, manifest, self.source, self.orders, self.origin)
         ce._onnx = (sess, TextTokenizer(self.source))
         return ce
@@ -234,7 +224,7 @@ def load_for(
         path = Path(model_dir) / path
     # the stack was fitted on scores made this way; fits before `orders` existed used one order
     orders = int(ref.get("orders", 1))
-    served = EquivalenceModel.serving(path, orders, int8) if serving else None
+    served = EquivalenceModel.serving(path, int8, orders) if serving else None
     ce = served or EquivalenceModel.load(path, orders)
     if ce.manifest.get("created_at") != ref.get("created_at"):
         raise ModelError(

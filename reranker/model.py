@@ -25,6 +25,7 @@ import numpy as np
 from perspect.core import bundle, onnxrt, paths
 from perspect.core.errors import ModelError
 from perspect.core.tokens import TextTokenizer
+from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.pairmodel/1"
 HEADS = "heads.safetensors"
@@ -49,12 +50,21 @@ resolve_base = paths.resolve_base  # the packaged MiniLM offline, a folder, or a
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-class PairModel:
+class PairModel(ServedModel):
     """Tokenizer + multi-head cross-encoder + the calibration and thresholds saved beside it.
 
     Two ways to score: the PyTorch network (`net`; training, int8, any model), or the model's
     exported ONNX graph with a `tokenizers` tokenizer (`PairModel.serving`: no torch and no
     transformers in the process, the cold-start path). Both give the same logits (tested)."""
+
+    FORMAT = FORMAT
+    MANIFEST = "manifest.json"
+    WHAT = "trained model"
+    TRAIN = "perspect train --task all"
+    GRAPH = "pair"
+    ROLE = "pair"
+    WEIGHTS = ("encoder/*.safetensors", HEADS)
+    REQUIRED = ("encoder", HEADS)
 
     def __init__(
         self,
@@ -89,20 +99,14 @@ class PairModel:
         return cls(tok, MultiHeadCrossEncoder(enc, tasks), manifest)
 
     @classmethod
-    def _manifest(cls, origin: Path, tasks: Sequence[str]) -> tuple[Path, dict[str, Any]]:
-        folder = bundle.resolve(origin)
-        manifest = bundle.read_manifest(
-            folder, "manifest.json", FORMAT, "trained model", "perspect train --task all"
-        )
+    def read(cls, origin: str | Path, tasks: Sequence[str] = ()) -> tuple[Path, dict[str, Any]]:
+        folder, manifest = super().read(origin)
         missing = [t for t in tasks if t not in manifest.get("tasks", [])]
         if missing:
             raise ModelError(
                 f"the model in {folder} was not trained for {', '.join(missing)}",
                 hint=f"perspect train --task {missing[0]}",
             )
-        for f in ("encoder", HEADS):
-            if not (folder / f).exists():
-                raise ModelError(f"{folder} is incomplete: {f} missing", hint="retrain the model")
         return folder, manifest
 
     @classmethod
@@ -112,7 +116,7 @@ class PairModel:
         from perspect.reranker.pair_net import MultiHeadCrossEncoder, load_encoder
 
         origin = Path(folder)
-        folder, manifest = cls._manifest(origin, tasks)
+        folder, manifest = cls.read(origin, tasks)
         tok, enc = load_encoder(str(folder / "encoder"))
         net = MultiHeadCrossEncoder(enc, manifest["tasks"])
         net.heads.load_state_dict(load_file(str(folder / HEADS)))
@@ -129,30 +133,23 @@ class PairModel:
         that graph has not been made for these weights yet (`load(...).for_inference()` makes
         it)."""
         origin = Path(folder)
-        full, manifest = cls._manifest(origin, tasks)
-        sess = onnxrt.served(origin, "pair", cls._fingerprint(origin), int8)
+        full, manifest = cls.read(origin, tasks)
+        sess = cls.graph(origin, int8)
         if sess is None:
             return None
-        if int8:
-            manifest = {**manifest, "quantized": onnxrt.INT8}
-        model = cls(TextTokenizer(full / "encoder"), None, manifest, full)
+        model = cls(TextTokenizer(full / "encoder"), None, cls.precision(manifest, int8), full)
         model.origin = origin
         model._onnx = (sess, tuple(manifest["tasks"]))
         return model
-
-    @staticmethod
-    def _fingerprint(origin: Path) -> str:
-        return onnxrt.files_fingerprint(origin, ("encoder/*.safetensors", HEADS))
 
     def for_inference(self, int8: bool = False) -> PairModel:
         """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
         exported into `<folder>/onnx/` at the first call (`int8`: and its int8 copy made). A
         model whose weights differ from its folder's (being trained) stays on PyTorch."""
-        if self._onnx is not None and bool(self.manifest.get("quantized")) == int8:
+        if self.serves(int8):
             return self
         if self.net is None:  # served: the other precision is served from the same folder
-            other = PairModel.serving(self.origin, int8=int8)
-            return other or PairModel.load(self.origin).for_inference(int8)
+            return PairModel.open(self.origin, int8=int8)
         if self.source is None or not self._same_as_saved():
             return self
         from perspect.reranker.pair_net import AllHeads
@@ -169,12 +166,10 @@ class PairModel:
                 ("logits",),
             )
 
-        sess = onnxrt.made(self.origin, "pair", self._fingerprint(self.origin), make, int8)
+        sess = self.make_graph(make, int8)
         if sess is None:
             return self
-        base = {k: v for k, v in self.manifest.items() if k != "quantized"}
-        manifest = {**base, "quantized": onnxrt.INT8} if int8 else base
-        fast = PairModel(self.tokenizer, self.net, manifest, self.source)
+        fast = PairModel(self.tokenizer, self.net, self.precision(self.manifest, int8), self.source)
         fast.origin = self.origin
         fast._onnx = (sess, tasks)
         return fast
