@@ -101,6 +101,20 @@ def run_eval(args: argparse.Namespace) -> int:
             f"T2 beyond binary F1: accuracy {d['accuracy']:.1f}, macro-F1 {d['macro_f1']:.1f}, "
             f"AUROC {d['auroc']:.1f} (supports are {d['support_share']:.0f}% of gold perspectives)."
         )
+    if result.get("T2_sides"):
+        x = result["T2_sides"]
+        kept = " / ".join(f"{s}% {a:.1f}" for s, a in x["accuracy_when_kept"].items())
+        unclear = (
+            f"at the unclear margin {x['unclear_margin']:.3f}: {x['unclear_share']:.1f}% shown "
+            f"as unclear, the sides shown right {x['shown_accuracy']:.1f}%"
+            if x["unclear_margin"] is not None
+            else "no unclear margin in these decisions (re-fit: make models STEPS=unclear)"
+        )
+        Console().print(
+            f"Sides as shown (cut {x['cut']:.2f}): accuracy {x['accuracy']:.1f}, macro-F1 "
+            f"{x['macro_f1']:.1f}, AUROC {x['auroc']:.1f}; accuracy of the most confident: "
+            f"{kept}; {unclear}."
+        )
     if result.get("T2_contrast"):
         x = result["T2_contrast"]
         Console().print(

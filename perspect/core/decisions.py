@@ -22,6 +22,10 @@ from perspect.core.stack import Stack
 
 VERSION = 1
 STACKED = ("relevance", "equivalence", "evidence")
+UNCLEAR = "unclear"  # the side of a cluster the model cannot place (Decisions.stance_unclear)
+# The accuracy the sides shown should reach on held-out train claims: the unclear margin is the
+# smallest that keeps the sides it leaves shown at least this often right.
+UNCLEAR_TARGET = 0.75
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,10 @@ class Decisions:
     - cluster_margin: two perspectives may merge unless their P(support) differ by more (None:
       models tuned before it merge only perspectives on the same side);
     - evidence, evidence_delta, evidence_k: `backed_links`' rule (cut, closeness to the best
-      link, at most k).
+      link, at most k);
+    - stance_unclear: a cluster whose mean P(support) lies closer than this to `stance_side` is
+      shown as "unclear" rather than on a side (None: every cluster gets a side). Fitted for a
+      target accuracy of the sides shown (UNCLEAR_TARGET).
     """
 
     relevance: float = 0.5
@@ -51,6 +58,7 @@ class Decisions:
     evidence: float = 0.0
     evidence_delta: float = 0.0
     evidence_k: int = 1
+    stance_unclear: float | None = None
     stacks: Mapping[str, Stack] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
@@ -78,6 +86,22 @@ class Decisions:
         side = s >= self.stance_side
         return side[:, None] == side[None, :]
 
+    def side(self, support: float) -> tuple[str, float]:
+        """(stance, strength) for a mean P(support): "support" or "oppose" by `stance_side`, or
+        "unclear" within `stance_unclear` of it; strength is P(of the side it leans to)."""
+        lean = "support" if support >= self.stance_side else "oppose"
+        strength = support if lean == "support" else 1.0 - support
+        if (
+            self.stance_unclear is not None
+            and abs(support - self.stance_side) < self.stance_unclear
+        ):
+            return UNCLEAR, strength
+        return lean, strength
+
+    def leaning(self, support: float) -> str:
+        """The side a mean P(support) leans to, unclear or not."""
+        return "support" if support >= self.stance_side else "oppose"
+
     def with_margin(self, margin: float | None) -> Decisions:
         return replace(self, cluster_margin=margin)
 
@@ -98,6 +122,8 @@ class Decisions:
             thr["cluster_margin"] = self.cluster_margin
         if self.equivalence_head != self.equivalence:
             thr["equivalence_head"] = self.equivalence_head
+        if self.stance_unclear is not None:
+            thr["stance_unclear"] = self.stance_unclear
         return {
             "decisions_version": VERSION,
             "thresholds": thr,
@@ -141,5 +167,6 @@ class Decisions:
             evidence=float(stacks["evidence"].threshold) if "evidence" in stacks else 0.0,
             evidence_delta=float(thr.get("evidence_delta", 0.0)),
             evidence_k=int(thr.get("evidence_k", 1)),
+            stance_unclear=float(thr["stance_unclear"]) if "stance_unclear" in thr else None,
             stacks=stacks,
         )

@@ -87,17 +87,28 @@ def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
     return lines
 
 
+SIDES = (
+    ("Support", "support"),
+    ("Oppose", "oppose"),
+    ("Unclear: the model cannot tell", "unclear"),
+)
+
+
 def to_markdown(res: SearchResult) -> str:
     cov = res.coverage
     out = [
         f"# Perspectives on: {res.claim}",
         "",
-        f"Support {cov.support} · Oppose {cov.oppose} · {res.took_ms:.0f} ms",
+        f"Support {cov.support} · Oppose {cov.oppose}"
+        + (f" · Unclear {cov.unclear}" if cov.unclear else "")
+        + f" · {res.took_ms:.0f} ms",
     ]
     if cov.warning:
         out += ["", f"> ⚠ {cov.warning}"]
-    for title, stance in (("Support", "support"), ("Oppose", "oppose")):
+    for title, stance in SIDES:
         side = res.side(stance)
+        if stance == "unclear" and not side:
+            continue
         out += ["", f"## {title} ({len(side)})", ""]
         for i, c in enumerate(side, start=1):
             out += _cluster_md(i, c)
@@ -128,7 +139,9 @@ def print_result(res: SearchResult) -> None:
     cov = res.coverage
     con.print(
         f"[bold]{literal(res.claim)}[/]  —  [green]support {cov.support}[/] · "
-        f"[red]oppose {cov.oppose}[/] · {res.took_ms:.0f} ms"
+        f"[red]oppose {cov.oppose}[/]"
+        + (f" · [yellow]unclear {cov.unclear}[/]" if cov.unclear else "")
+        + f" · {res.took_ms:.0f} ms"
     )
     if cov.warning:
         con.print(f"[yellow]⚠ {literal(cov.warning)}[/]")
@@ -153,6 +166,11 @@ def print_result(res: SearchResult) -> None:
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))
+    unclear = res.side("unclear")
+    if unclear:  # its own line each: the model cannot tell their side
+        con.print(f"[yellow]Unclear ({len(unclear)}): the model cannot tell their side[/]")
+        for c in unclear:
+            con.print(f"  [yellow]?[/] {literal(c.representative.text)} [dim]({c.side_label})[/]")
     _print_news(con, res)
 
 

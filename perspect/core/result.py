@@ -64,10 +64,11 @@ class PerspectiveCluster:
 
     representative: Member
     members: tuple[Member, ...]
-    stance: str  # "support" or "oppose"
-    strength: float  # P(of its side), averaged over members: 0.5 undecided .. 1.0 certain
+    stance: str  # "support", "oppose", or "unclear" (too close to call: Decisions.side)
+    strength: float  # P(of the side it leans to), members' mean: 0.5 undecided .. 1.0 certain
     score: float  # ordering score: relevance x stance strength x substantiation
     evidence: tuple[EvidenceItem, ...] = ()
+    leans: str | None = None  # an unclear cluster: the side it leans to, weakly
 
     @property
     def supported_by(self) -> int:
@@ -77,6 +78,8 @@ class PerspectiveCluster:
     def side_label(self) -> str:
         """What a reader is told: "support" / "oppose", or "leans support" / "leans oppose" when
         the model's calibrated P(side) is below LEAN: a guess must not read as a verdict."""
+        if self.stance == "unclear":
+            return f"unclear (leans {self.leans})" if self.leans else "unclear"
         return self.stance if self.strength >= LEAN else f"leans {self.stance}"
 
     def to_json(self) -> dict[str, Any]:
@@ -86,6 +89,7 @@ class PerspectiveCluster:
             "stance": self.stance,
             "strength": round(self.strength, 4),
             "side_label": self.side_label,
+            "leans": self.leans,
             "score": round(self.score, 4),
             "evidence": [e.to_json() for e in self.evidence],
         }
@@ -131,12 +135,20 @@ class NewsItem(FrozenMetadata):
 
 @dataclass(frozen=True)
 class Coverage:
+    """How many clusters each side got; unclear ones are counted apart, outside the balance."""
+
     support: int
     oppose: int
     warning: str | None = None
+    unclear: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"support": self.support, "oppose": self.oppose, "warning": self.warning}
+        return {
+            "support": self.support,
+            "oppose": self.oppose,
+            "unclear": self.unclear,
+            "warning": self.warning,
+        }
 
 
 @dataclass(frozen=True)

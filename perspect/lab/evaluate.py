@@ -82,6 +82,11 @@ def evaluate_perspectrum(
         {
             "ir_baseline": {"T1": ir, "k": ir_k, "k_tuned_on": "held-out train claims"},
             "T2_detail": pe.stance_detail(pred.t2, decisions.stance) if pred.t2 else None,
+            "T2_sides": (
+                pe.side_coverage(pred.t2, decisions.stance_side, decisions.stance_unclear)
+                if pred.t2
+                else None
+            ),
             "T2_contrast": (
                 stance_flips(engine.model, claims, perspectives, decisions.stance_side)
                 if "stance" in tasks

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
+from perspect.core.decisions import UNCLEAR_TARGET, Decisions
 from perspect.core.links import Link
 from perspect.core.metrics import PRF, binary_prf, claim_pr, macro
 from perspect.core.perspectrum import Claim
@@ -37,6 +37,22 @@ class Predictions:
     t4: list[tuple[list[int], list[Link]]] = field(default_factory=list)
     # per claim: (first t3 row, number of perspectives, the (a, b) index pair of each row)
     t3_claims: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
+
+
+def stance_rows(model, claims: Sequence[Claim], perspectives: dict[int, str]):
+    """(gold is support, P(support)) for every gold perspective of `claims`: T2's rows without
+    the rest of the pipeline (what fitting the unclear margin needs)."""
+    rows: list[tuple[bool, float]] = []
+    for c in claims:
+        gp = [
+            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
+        ]
+        if gp:
+            probs = model.predict(
+                [pair_for("stance", c.text, perspectives[p]) for p, _ in gp], ["stance"]
+            )["stance"]
+            rows.extend((s, float(q)) for (_, s), q in zip(gp, probs, strict=True))
+    return rows
 
 
 def predict(
@@ -254,6 +270,57 @@ def stance_detail(t2: list[tuple[bool, float]], threshold: float) -> dict[str, f
     }
 
 
+KEEP_SHARES = (100, 80, 60, 40, 20)  # the coverage table: accuracy of the most confident sides
+UNCLEAR_MARGINS = np.round(np.arange(0.0, 0.5, 0.005), 3)
+UNCLEAR_MIN_KEPT = 0.2  # the margin never hides more than 80 % of the tune claims' perspectives
+
+
+def fit_unclear(t2: list[tuple[bool, float]], side_cut: float, target: float) -> float:
+    """The smallest margin around the side cut that leaves the sides still shown (P(support)
+    at least this far from the cut) right at least `target` of the time on these rows (the
+    held-out train claims'), hiding at most 80 %; the widest such margin when none reaches it."""
+    y = np.array([g for g, _ in t2], dtype=bool)
+    q = np.array([p for _, p in t2], dtype=np.float64)
+    conf, right = np.abs(q - side_cut), (q >= side_cut) == y
+    best = 0.0
+    for u in UNCLEAR_MARGINS:
+        kept = conf >= u
+        if kept.mean() < UNCLEAR_MIN_KEPT:
+            break
+        best = float(u)
+        if right[kept].mean() >= target:
+            return best
+    return best
+
+
+def side_coverage(
+    t2: list[tuple[bool, float]], side_cut: float, unclear: float | None
+) -> dict[str, Any]:
+    """The sides as a reader sees them (cut `side_cut`, tuned for accuracy): accuracy, macro-F1
+    and AUROC; the accuracy of the most confident 100 / 80 / 60 / 40 / 20 %; and, at the
+    unclear margin, the share shown as unclear and the accuracy of the sides still shown."""
+    y = np.array([g for g, _ in t2], dtype=bool)
+    q = np.array([p for _, p in t2], dtype=np.float64)
+    conf, right = np.abs(q - side_cut), (q >= side_cut) == y
+    order = np.argsort(-conf, kind="stable")
+    table = {
+        str(s): round(100 * float(right[order[: max(1, round(len(y) * s / 100))]].mean()), 2)
+        for s in KEEP_SHARES
+    }
+    shown = conf >= (unclear or 0.0)
+    detail = stance_detail(t2, side_cut)
+    return {
+        "cut": side_cut,
+        "accuracy": detail["accuracy"],
+        "macro_f1": detail["macro_f1"],
+        "auroc": detail["auroc"],
+        "accuracy_when_kept": table,
+        "unclear_margin": unclear,
+        "unclear_share": round(100 * float(1 - shown.mean()), 2),
+        "shown_accuracy": round(100 * float(right[shown].mean()), 2) if shown.any() else None,
+    }
+
+
 def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {k: v.to_json() for k, v in scores.items()}
     if all(k in scores for k in ("T1", "T2", "T4")):
@@ -312,6 +379,8 @@ def tune(pred: Predictions, prior: dict[str, float] | None = None) -> Decisions:
         # shown on (and clustered within) should be right as often as possible instead.
         y, q = np.array(labels, dtype=bool), np.array(probs)
         thr["stance_side"] = float(max(GRID, key=lambda t: float(((q >= t) == y).mean())))
+        # a side too close to call is shown as unclear (Decisions.stance_unclear)
+        thr["stance_unclear"] = fit_unclear(pred.t2, thr["stance_side"], UNCLEAR_TARGET)
     if pred.t3:
         labels = [g for g, _ in pred.t3]
         if "cosine" in pred.t3[0][1]:

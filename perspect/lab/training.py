@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
+from perspect.core.decisions import UNCLEAR_TARGET, Decisions
 from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.stack import logit
@@ -147,6 +147,21 @@ def recalibrate(
         model.manifest["decisions_retrievers"] = list(searcher.retrievers)
         searcher.close()
     model.manifest["recalibrated"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "index": index}
+    model.save(model_dir)
+    return model
+
+
+def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
+    """Fit only the unclear margin (Decisions.stance_unclear) of a saved pair model on the tune
+    claims' gold perspectives, keeping every other decision: `make models` step "unclear". The
+    full calibration fits it too; this step gives a calibrated model the margin in minutes."""
+    model = PairModel.load(model_dir)
+    side = Decisions.from_manifest(model.manifest).stance_side
+    claims = tune_claims_of(data_dir)[0]
+    rows = pe.stance_rows(model, claims, load_perspectives(data_dir))
+    margin = pe.fit_unclear(rows, side, UNCLEAR_TARGET)
+    model.manifest["thresholds"]["stance_unclear"] = margin
+    model.manifest.setdefault("tune_metrics", {})["sides"] = pe.side_coverage(rows, side, margin)
     model.save(model_dir)
     return model
 

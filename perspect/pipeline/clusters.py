@@ -63,9 +63,10 @@ class Clusters:
         out = []
         for idx in groups.values():
             ms = sorted((members[i] for i in idx), key=lambda m: -m.relevance)
-            side, strength = stance.side(ms, self.decisions.stance_side)
+            side, strength = stance.side(ms, self.decisions)
             score = ms[0].relevance * strength
-            out.append(PerspectiveCluster(ms[0], tuple(ms), side, strength, score))
+            leans = stance.leaning(ms, self.decisions) if side == stance.UNCLEAR else None
+            out.append(PerspectiveCluster(ms[0], tuple(ms), side, strength, score, leans=leans))
         return sorted(out, key=lambda c: -c.score)
 
     @property

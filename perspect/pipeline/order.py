@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from perspect.core.result import Coverage, PerspectiveCluster
 
 
 def interleave(clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
-    """Alternate sides, strongest first on each, so neither side is buried below the other."""
+    """Alternate sides, strongest first on each, so neither side is buried below the other;
+    unclear clusters come after both, best first."""
     sup = [c for c in clusters if c.stance == "support"]
     opp = [c for c in clusters if c.stance == "oppose"]
     out: list[PerspectiveCluster] = []
@@ -19,13 +21,16 @@ def interleave(clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
         out.append(first.pop(0))
         if second:
             out.append(second.pop(0))
-    return out
+    return out + [c for c in clusters if c.stance not in ("support", "oppose")]
 
 
-def coverage(n_sup: int, n_opp: int, thin: float) -> Coverage:
+def coverage(n_sup: int, n_opp: int, thin: float, n_unclear: int = 0) -> Coverage:
+    """The balance of the sides (unclear clusters stand outside it) and its warning."""
     total = n_sup + n_opp
     warning = None
-    if total == 0:
+    if total == 0 and n_unclear:
+        warning = f"no side could be told for any perspective ({n_unclear} unclear)"
+    elif total == 0:
         warning = "no perspective passed the relevance threshold"
     elif n_sup == 0 or n_opp == 0:
         empty = "supporting" if n_sup == 0 else "opposing"
@@ -33,7 +38,7 @@ def coverage(n_sup: int, n_opp: int, thin: float) -> Coverage:
     elif min(n_sup, n_opp) / total < thin:
         thin_side = "supporting" if n_sup < n_opp else "opposing"
         warning = f"few {thin_side} perspectives ({min(n_sup, n_opp)} of {total})"
-    return Coverage(n_sup, n_opp, warning)
+    return Coverage(n_sup, n_opp, warning, n_unclear)
 
 
 def retriever_mismatch(manifest: dict, retrievers: Sequence[str]) -> str | None:
@@ -55,10 +60,10 @@ def ordered(
 ) -> tuple[list[PerspectiveCluster], Coverage]:
     """The clusters in the order shown, and their coverage (with the retriever warning)."""
     out = interleave(clusters)
-    n_sup = sum(1 for c in out if c.stance == "support")
-    cov = coverage(n_sup, len(out) - n_sup, thin)
+    n = {s: sum(1 for c in out if c.stance == s) for s in ("support", "oppose")}
+    cov = coverage(n["support"], n["oppose"], thin, len(out) - n["support"] - n["oppose"])
     mismatch = retriever_mismatch(manifest, retrievers)
     if mismatch:
         note = "; ".join(x for x in (cov.warning, mismatch) if x)
-        cov = Coverage(cov.support, cov.oppose, note)
+        cov = replace(cov, warning=note)
     return out, cov
