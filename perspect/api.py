@@ -28,6 +28,7 @@ from perspect.core.errors import Cancelled, PerspectError
 from perspect.core.layout import IndexDir, list_indexes
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
+from perspect.core.service import ServiceStatus
 from perspect.core.types import HitList, validate_claim
 from perspect.indexer.indexer import Indexer, Source, WriteReport
 from perspect.lab.evaluate import evaluate_perspectrum
@@ -159,9 +160,60 @@ class Perspect:
         self.close()
 
 
+class PerspectService:
+    """The real engine behind the terminal UI (`perspect.core.service.SearchService`): the index
+    is opened at the first `status()`, so that a missing one is shown on the screen with its
+    fix, and `compare` works without any index."""
+
+    def __init__(
+        self,
+        index: str = "default",
+        home: str | Path | None = None,
+        model: str | Path | None = None,
+        fast: bool = False,
+    ):
+        self.index, self.home, self.model, self.fast = index, home, model, fast
+        self._perspect: Perspect | None = None
+        self._lock = threading.Lock()
+
+    def _open(self) -> Perspect:
+        with self._lock:
+            if self._perspect is None:
+                self._perspect = Perspect.open(
+                    self.index, home=self.home, model=self.model, fast=self.fast
+                )
+            return self._perspect
+
+    def status(self) -> ServiceStatus:
+        p = self._open()
+        return ServiceStatus(
+            index=p.name,
+            pools=p.pools,
+            has_models=p.has_models,
+            models_loaded=p.models_loaded,
+            models_dir=str(p._model_dir),
+        )
+
+    def search(
+        self,
+        claim: str,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> SearchResult:
+        return self._open().search(claim, progress=progress, cancel=cancel)
+
+    def compare(self, a: str | Path, b: str | Path):
+        return compare(a, b)
+
+    def close(self) -> None:
+        if self._perspect is not None:
+            self._perspect.close()
+
+
 __all__ = [
     "IndexConfig",
     "Perspect",
+    "PerspectService",
     "Source",
     "TrainResult",
     "WriteReport",
