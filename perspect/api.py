@@ -561,18 +561,22 @@ def verify_models(folder: str | Path | None = None) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class Prepared:
-    """One model's serving graph after `prepare_models`: served on ONNX Runtime or not."""
+    """One model's serving graph after `prepare_models`: served on ONNX Runtime or not; or
+    (`note` set) another artefact a search needs, such as PLAID's compiled kernels."""
 
     name: str
     served: bool
     seconds: float
+    note: str | None = None
 
 
 def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     """Export the ONNX graphs a search serves its models from (the pair model, the equivalence
     cross-encoder, the comparator, the dense and ColBERT query encoders), so that the first
     search of a process loads neither torch nor transformers for them; each graph is made once
-    per weights (5-20 s), and a search would make a missing one itself, slowly."""
+    per weights (5-20 s), and a search would make a missing one itself, slowly. With a ColBERT
+    model, also compile PLAID's C++ kernels (once per torch and compiler: ~2 min), which a
+    search only loads."""
     import time
 
     from perspect.reranker.comparator import Comparator
@@ -616,6 +620,10 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     step("comparator", root / "comparator", comparator)
     step("dense", root / "dense", dense_query)
     step("colbert", root / "colbert", colbert_query)
+    if (root / "colbert").is_dir():
+        t0 = time.perf_counter()
+        where = colbert.build_kernels()
+        done.append(Prepared("plaid-kernels", True, time.perf_counter() - t0, f"ready in {where}"))
     return done
 
 

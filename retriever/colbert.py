@@ -102,6 +102,12 @@ def wait_for_kernels() -> None:
         _KERNELS.join()
 
 
+def build_kernels() -> Path:
+    """PLAID's C++ kernels for this configuration, compiled now if missing (a search never
+    compiles them: `perspect models prepare` and index builds do)."""
+    return plaid_kernels.ensure()
+
+
 def _compile_kernels() -> None:
     with contextlib.suppress(Exception):
         plaid_kernels.ensure()
