@@ -197,8 +197,9 @@ def _exclusive(lock_path: Path, timeout: float):
         os.close(fd)
 
 
-def _build(dest: Path, timeout: float) -> None:
-    """The child process: compile every kernel into a scratch folder, then publish it whole."""
+def _build(dest: Path, timeout: float, names: tuple[str, ...] = ()) -> None:
+    """The child process: compile every kernel (or those `names`: tests build one) into a
+    scratch folder, then publish it whole."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(dest.parent / f"{dest.name}.lock", timeout):
         if (dest / DONE).is_file():
@@ -213,7 +214,8 @@ def _build(dest: Path, timeout: float) -> None:
         from torch.utils.cpp_extension import load
 
         src = _stanford_dir()
-        for name, rel, flags in KERNELS:
+        kernels = [k for k in KERNELS if not names or k[0] in names]
+        for name, rel, flags in kernels:
             build = scratch / name
             build.mkdir()
             load(
@@ -226,10 +228,14 @@ def _build(dest: Path, timeout: float) -> None:
             lib = build / f"{name}{_suffix()}"
             shutil.copy2(lib, out / lib.name)
             print(f"compiled {name}", flush=True)
-        (out / DONE).write_text(json.dumps({"kernels": [k[0] for k in KERNELS], "key": key()}))
+        (out / DONE).write_text(json.dumps({"kernels": [k[0] for k in kernels], "key": key()}))
         os.replace(out, dest)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    _build(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else BUILD_TIMEOUT_S)
+    _build(
+        Path(sys.argv[1]),
+        float(sys.argv[2]) if len(sys.argv) > 2 else BUILD_TIMEOUT_S,
+        tuple(sys.argv[3:]),
+    )
