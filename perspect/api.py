@@ -266,14 +266,14 @@ def index_config(
             cfg = imported.config.to_json()
             checkpoint = cfg.pop("checkpoint")
             options.update({k: v for k, v in cfg.items() if v is not None})
-            if checkpoint:
-                options["model"] = checkpoint
             note(
                 f"read {imported.source}: {', '.join(f'{k}={v}' for k, v in options.items())}"
                 f" (ignored {len(imported.ignored)} run/training settings)"
             )
+            if checkpoint and not colbert_model:
+                options["model"] = _plan_model(checkpoint, note)
         if colbert_model:
-            options["model"] = str(Path(colbert_model).resolve())
+            options["model"] = _local_colbert(colbert_model) or colbert_model
         backends["colbert"] = options
     if "dense" in chosen:
         backends["dense"] = {"model": _resolved(dense_model or dense.default_model())}
@@ -298,6 +298,41 @@ def index_config(
     elif engine != "embedded":
         raise PerspectError(f"unknown backend {engine!r}", hint="embedded or elasticsearch")
     return IndexConfig(retrievers=chosen, backends=backends)
+
+
+def _plan_model(checkpoint: str, note: Callable[[str], None]) -> str:
+    """The ColBERT model a plan.json names, as a local folder: itself, its copy in the Hugging
+    Face cache, or (offline, e.g. RAGatouille's `colbert-ir/colbertv2.0`) the bundle's model with
+    the plan's index settings, said in a note. Index builds read a model from a folder only."""
+    found = _local_colbert(checkpoint)
+    if found:
+        return found
+    fallback = paths.colbert_model()
+    if not fallback.is_dir():
+        raise PerspectError(
+            f"the plan's ColBERT model {checkpoint} is neither a local folder nor in the "
+            "Hugging Face cache, and there is no bundle ColBERT model to use instead",
+            hint="pass --colbert-model FOLDER (or train one: perspect train --task colbert)",
+        )
+    note(
+        f"the plan's model {checkpoint} cannot be loaded offline: using the bundle's ColBERT "
+        f"model ({fallback}) with the plan's index settings (--colbert-model picks another)"
+    )
+    return str(fallback.resolve())
+
+
+def _local_colbert(name: str) -> str | None:
+    """A model folder, or a hub id's copy in the Hugging Face cache; None when neither exists
+    (a build never downloads)."""
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return str(local.resolve())
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(name, local_files_only=True)
+    except Exception:  # not cached, or not a valid hub id
+        return None
 
 
 def index_engine(manifest: dict[str, Any]) -> str:
