@@ -28,6 +28,7 @@ from perspect.core.errors import Cancelled, PerspectError
 from perspect.core.layout import IndexDir, list_indexes
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
+from perspect.core.service import ServiceStatus
 from perspect.core.types import HitList, validate_claim
 from perspect.indexer.indexer import Indexer, Source, WriteReport
 from perspect.lab.evaluate import evaluate_perspectrum
@@ -159,9 +160,60 @@ class Perspect:
         self.close()
 
 
+class PerspectService:
+    """The real engine behind the terminal UI (`perspect.core.service.SearchService`): the index
+    is opened at the first `status()`, so that a missing one is shown on the screen with its
+    fix, and `compare` works without any index."""
+
+    def __init__(
+        self,
+        index: str = "default",
+        home: str | Path | None = None,
+        model: str | Path | None = None,
+        fast: bool = False,
+    ):
+        self.index, self.home, self.model, self.fast = index, home, model, fast
+        self._perspect: Perspect | None = None
+        self._lock = threading.Lock()
+
+    def _open(self) -> Perspect:
+        with self._lock:
+            if self._perspect is None:
+                self._perspect = Perspect.open(
+                    self.index, home=self.home, model=self.model, fast=self.fast
+                )
+            return self._perspect
+
+    def status(self) -> ServiceStatus:
+        p = self._open()
+        return ServiceStatus(
+            index=p.name,
+            pools=p.pools,
+            has_models=p.has_models,
+            models_loaded=p.models_loaded,
+            models_dir=str(p._model_dir),
+        )
+
+    def search(
+        self,
+        claim: str,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> SearchResult:
+        return self._open().search(claim, progress=progress, cancel=cancel)
+
+    def compare(self, a: str | Path, b: str | Path):
+        return compare(a, b)
+
+    def close(self) -> None:
+        if self._perspect is not None:
+            self._perspect.close()
+
+
 __all__ = [
     "IndexConfig",
     "Perspect",
+    "PerspectService",
     "Source",
     "TrainResult",
     "WriteReport",
@@ -214,14 +266,14 @@ def index_config(
             cfg = imported.config.to_json()
             checkpoint = cfg.pop("checkpoint")
             options.update({k: v for k, v in cfg.items() if v is not None})
-            if checkpoint:
-                options["model"] = checkpoint
             note(
                 f"read {imported.source}: {', '.join(f'{k}={v}' for k, v in options.items())}"
                 f" (ignored {len(imported.ignored)} run/training settings)"
             )
+            if checkpoint and not colbert_model:
+                options["model"] = _plan_model(checkpoint, note)
         if colbert_model:
-            options["model"] = str(Path(colbert_model).resolve())
+            options["model"] = _local_colbert(colbert_model) or colbert_model
         backends["colbert"] = options
     if "dense" in chosen:
         backends["dense"] = {"model": _resolved(dense_model or dense.default_model())}
@@ -246,6 +298,41 @@ def index_config(
     elif engine != "embedded":
         raise PerspectError(f"unknown backend {engine!r}", hint="embedded or elasticsearch")
     return IndexConfig(retrievers=chosen, backends=backends)
+
+
+def _plan_model(checkpoint: str, note: Callable[[str], None]) -> str:
+    """The ColBERT model a plan.json names, as a local folder: itself, its copy in the Hugging
+    Face cache, or (offline, e.g. RAGatouille's `colbert-ir/colbertv2.0`) the bundle's model with
+    the plan's index settings, said in a note. Index builds read a model from a folder only."""
+    found = _local_colbert(checkpoint)
+    if found:
+        return found
+    fallback = paths.colbert_model()
+    if not fallback.is_dir():
+        raise PerspectError(
+            f"the plan's ColBERT model {checkpoint} is neither a local folder nor in the "
+            "Hugging Face cache, and there is no bundle ColBERT model to use instead",
+            hint="pass --colbert-model FOLDER (or train one: perspect train --task colbert)",
+        )
+    note(
+        f"the plan's model {checkpoint} cannot be loaded offline: using the bundle's ColBERT "
+        f"model ({fallback}) with the plan's index settings (--colbert-model picks another)"
+    )
+    return str(fallback.resolve())
+
+
+def _local_colbert(name: str) -> str | None:
+    """A model folder, or a hub id's copy in the Hugging Face cache; None when neither exists
+    (a build never downloads)."""
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return str(local.resolve())
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(name, local_files_only=True)
+    except Exception:  # not cached, or not a valid hub id
+        return None
 
 
 def index_engine(manifest: dict[str, Any]) -> str:
@@ -509,18 +596,22 @@ def verify_models(folder: str | Path | None = None) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class Prepared:
-    """One model's serving graph after `prepare_models`: served on ONNX Runtime or not."""
+    """One model's serving graph after `prepare_models`: served on ONNX Runtime or not; or
+    (`note` set) another artefact a search needs, such as PLAID's compiled kernels."""
 
     name: str
     served: bool
     seconds: float
+    note: str | None = None
 
 
 def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     """Export the ONNX graphs a search serves its models from (the pair model, the equivalence
     cross-encoder, the comparator, the dense and ColBERT query encoders), so that the first
     search of a process loads neither torch nor transformers for them; each graph is made once
-    per weights (5-20 s), and a search would make a missing one itself, slowly."""
+    per weights (5-20 s), and a search would make a missing one itself, slowly. With a ColBERT
+    model, also compile PLAID's C++ kernels (once per torch and compiler: ~2 min), which a
+    search only loads."""
     import time
 
     from perspect.reranker.factory import served_class
@@ -554,6 +645,10 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense_query)
     step("colbert", root / "colbert", colbert_query)
+    if (root / "colbert").is_dir():
+        t0 = time.perf_counter()
+        where = colbert.build_kernels()
+        done.append(Prepared("plaid-kernels", True, time.perf_counter() - t0, f"ready in {where}"))
     return done
 
 

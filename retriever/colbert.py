@@ -1,8 +1,9 @@
 """ColBERTv2 late-interaction backend: PyLate models and its Stanford PLAID index.
 
-PyLate's PLAID with `use_fast=False` is the stanford ColBERT PLAID code (C++ kernels compiled with
-ninja at first use, cached in the project's `.cache/torch_extensions/`). fast-plaid is not used: it needs
-another torch and crashed with the one here.
+PyLate's PLAID with `use_fast=False` is the stanford ColBERT PLAID code. Its C++ kernels are
+compiled by `perspect models prepare` or an index build and only loaded by a search
+(retriever/plaid_kernels.py). fast-plaid is not used: it needs another torch and crashed with the
+one here.
 
 The ColBERT model is saved once and named by path in the index config together with a fingerprint of
 its weights: indexing and querying must use the *same* projection, and a mismatch is refused rather
@@ -21,6 +22,7 @@ threshold the indexer rebuilds it as PLAID.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -32,7 +34,7 @@ from typing import Any
 from perspect.core import bundle, paths
 from perspect.core.errors import ModelError
 from perspect.core.types import Item
-from perspect.retriever import onnx_query
+from perspect.retriever import onnx_query, plaid_kernels
 from perspect.retriever.base import Backend, ProgressFn
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -84,14 +86,13 @@ _KERNELS: threading.Thread | None = None
 
 
 def compile_kernels_in_background() -> None:
-    """Start compiling PLAID's C++ kernels on a second thread. They compile on first use: the
-    codec's during a build, the search's at the first search after it (~30 s here, all of it
-    in a fresh clone's first `perspect search`). A build starts them while it encodes, which
-    needs the CPU less than a compiler on one core. `wait_for_kernels` joins: a compile killed
-    half-way would leave torch's build lock behind."""
+    """Start compiling PLAID's C++ kernels (when missing) on a second thread: a build that
+    creates a ColBERT index needs them by its end, and encoding needs the CPU less than a
+    compiler on one core. A failure here is left to the code that needs them (a pool small
+    enough for exact scoring never does)."""
     global _KERNELS
     with _LOCK:
-        if _KERNELS is None:
+        if _KERNELS is None and not plaid_kernels.built():
             _KERNELS = threading.Thread(target=_compile_kernels, name="perspect-plaid-kernels")
             _KERNELS.start()
 
@@ -101,22 +102,15 @@ def wait_for_kernels() -> None:
         _KERNELS.join()
 
 
-def _compile_kernels() -> None:
-    """Compile (the first time) and load PLAID's four C++ extensions."""
-    import sys
+def build_kernels() -> Path:
+    """PLAID's C++ kernels for this configuration, compiled now if missing (a search never
+    compiles them: `perspect models prepare` and index builds do)."""
+    return plaid_kernels.ensure()
 
-    setup_torch_extensions()
-    _stanford()
-    pkg = "pylate.indexes.stanford_nlp"
-    try:
-        sys.modules[f"{pkg}.indexing.codecs.residual"].ResidualCodec.try_load_torch_extensions(
-            False
-        )
-        sys.modules[f"{pkg}.search.index_storage"].IndexScorer.try_load_torch_extensions(False)
-        sys.modules[f"{pkg}.search.strided_tensor"].StridedTensor.try_load_torch_extensions(False)
-        sys.modules[f"{pkg}.modeling.colbert"].try_load_torch_extensions(False)
-    except Exception:  # an early compile is an optimisation: first use retries
-        pass
+
+def _compile_kernels() -> None:
+    with contextlib.suppress(Exception):
+        plaid_kernels.ensure()
 
 
 def model_fingerprint(folder: str | Path) -> str:
@@ -217,9 +211,10 @@ def _silence(package: str) -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith(package) and hasattr(module, "print_message"):
             module.print_message = silent
-    loader = sys.modules.get(f"{package}.search.index_loader")
-    if loader is not None:
-        loader.tqdm = types.SimpleNamespace(tqdm=lambda it, *a, **k: it)
+    for mod in ("search.index_loader", "indexing.codecs.residual_embeddings"):
+        loader = sys.modules.get(f"{package}.{mod}")
+        if loader is not None:
+            loader.tqdm = types.SimpleNamespace(tqdm=lambda it, *a, **k: it)
 
 
 class _LightQuery:
@@ -339,6 +334,8 @@ class ColBERTBackend(Backend):
                 and not (self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl").exists()
             ):
                 return None
+            plaid_kernels.ensure()  # the write path: compiled here if missing, never by a search
+            plaid_kernels.install()
             with _quiet():
                 self._plaid = self._make_plaid(indexes)
         return self._plaid
@@ -358,6 +355,7 @@ class ColBERTBackend(Backend):
                 return None
             setup_torch_extensions()
             searcher_cls, config_cls = _stanford()
+            plaid_kernels.install()  # loads the compiled kernels; says how to build missing ones
             config = config_cls(
                 nbits=self.config["nbits"],
                 root=str(self.folder),

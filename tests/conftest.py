@@ -309,3 +309,53 @@ def tiny_perspectrum(tmp_path_factory):
     ):
         (d / name).write_text(json.dumps(data))
     return d
+
+
+# A small pool for end-to-end tests of the real default setup: generated sentences on a few
+# topics, enough documents for PLAID (not the exact scoring of tiny pools).
+SUBJECTS = ["Zoos", "Animal testing", "Hunting", "Factory farming", "Circuses with animals"]
+PREDICATES = [
+    "should be banned because animals suffer there",
+    "protects endangered species from extinction",
+    "harms the welfare of the animals involved",
+    "teaches children to respect wildlife",
+    "is cruel and should be closed down",
+    "is needed for medical research progress",
+    "creates jobs in rural communities",
+    "keeps animals in small cages for profit",
+]
+ADVERBS = ["clearly", "often", "mostly", "sometimes", "rarely", "arguably"]
+
+
+@pytest.fixture(scope="session")
+def plaid_index(tmp_path_factory):
+    """BM25 + the shipped dense encoder + the shipped ColBERT in PLAID mode (as the `default`
+    index of `make demo`), over 240 generated perspectives and the hand-made evidence; PLAID's
+    kernels are compiled once into the checkout's cache when missing (about 2 minutes)."""
+    from perspect.core.config import IndexConfig
+    from perspect.indexer.indexer import Indexer, Source
+
+    for name in ("pair", "dense", "colbert"):
+        if not (ROOT / "models" / name / "bundle.json").is_file():
+            pytest.skip(f"the shipped bundle has no models/{name}")
+    d = tmp_path_factory.mktemp("plaid-index")
+    persp = [
+        {"pId": 100 + i, "text": f"{s} {a} {p}."}
+        for i, (s, p, a) in enumerate(
+            (s, p, a) for s in SUBJECTS for p in PREDICATES for a in ADVERBS
+        )
+    ]
+    config = IndexConfig(
+        ("bm25", "dense", "colbert"),
+        {
+            "colbert": {"model": str(ROOT / "models" / "colbert"), "min_plaid_docs": 100},
+            "dense": {"model": str(ROOT / "models" / "dense")},
+        },
+    )
+    Indexer("plaid", home=d / "home", config=config).build(
+        [
+            Source("perspectives", write_json(d / "p.json", persp)),
+            Source("evidence", write_json(d / "e.json", EVIDENCE)),
+        ]
+    )
+    return d / "home"

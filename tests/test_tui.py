@@ -17,13 +17,13 @@ CLAIM = "Animals feel pain and need legal protection"
 
 
 def _app(tiny_index, tiny_pair_model, tmp_path, **kw) -> PerspectApp:
+    """The app on the real engine (perspect.api.PerspectService), as `perspect tui` runs it."""
+    from perspect.api import PerspectService
+
     return PerspectApp(
-        index="tiny",
-        home=tiny_index,
-        model=tiny_pair_model,
+        PerspectService("tiny", home=tiny_index, model=tiny_pair_model, **kw),
         export_dir=tmp_path / "exports",
         show_timings=False,
-        **kw,
     )
 
 
@@ -98,7 +98,9 @@ async def test_open_detail_export_help_history(tiny_index, tiny_pair_model, tmp_
 
 
 async def test_missing_index_says_how_to_fix(tmp_path, tiny_pair_model):
-    app = PerspectApp(index="nope", home=tmp_path, model=tiny_pair_model)
+    from perspect.api import PerspectService
+
+    app = PerspectApp(PerspectService("nope", home=tmp_path, model=tiny_pair_model))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         status = str(app.query_one("#status", Static).render())
@@ -149,14 +151,15 @@ async def test_escape_while_the_models_load_cancels_at_once(tiny_index, tiny_pai
     loading = threading.Event()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        real = app.perspect.engine
+        perspect = app.service._open()
+        real = perspect.engine
 
         def slow_engine():  # the first search loads the models: seconds on a real bundle
             loading.set()
             threading.Event().wait(1.5)
             return real()
 
-        app.perspect.engine = slow_engine
+        perspect.engine = slow_engine
         box = app.query_one("#claim")
         box.focus()
         await pilot.press(*CLAIM, "enter")

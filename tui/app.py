@@ -1,14 +1,22 @@
 """The Perspect terminal UI: thin app; widgets in tui/widgets, styles in perspect.tcss.
 
-Searches run in an exclusive thread worker that posts progress messages; Esc cancels through a
-threading.Event the engine checks between stages, so the UI never blocks on the models.
+The app talks to a `SearchService` (perspect.core.service): `perspect tui` injects the real
+engine, tests a stand-in. Searches run in an exclusive thread worker that posts progress
+messages; Esc cancels through a threading.Event the engine checks between stages, so the UI never
+blocks on the models. Quitting never waits for a worker stuck in native code (see `run`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from textual import work
@@ -20,6 +28,8 @@ from textual.widgets import Footer, Header, ListView, ProgressBar, Static
 from perspect.core.errors import Cancelled, PerspectError
 from perspect.core.render import plain
 from perspect.core.result import SearchResult
+from perspect.core.service import SearchService, ServiceStatus
+from perspect.core.streams import before_full_screen
 from perspect.tui.messages import CompareDone, SearchDone, SearchFailed, SearchProgress
 from perspect.tui.widgets.claim_input import ClaimInput
 from perspect.tui.widgets.cluster_item import ClusterItem
@@ -46,25 +56,23 @@ class PerspectApp(App[None]):
 
     def __init__(
         self,
-        index: str = "default",
-        home: str | Path | None = None,
-        model: str | Path | None = None,
+        service: SearchService,
         export_dir: str | Path | None = None,
         show_timings: bool = True,
         compare: tuple[str | Path, str | Path] | None = None,
-        fast: bool = False,
     ):
-        """`compare`: two article files to open side by side (the compare screen) at start;
-        `fast`: the engine's fast preset (perspect search --fast)."""
+        """`service`: what answers searches and comparisons (perspect.api.PerspectService for
+        the real engine); `compare`: two article files to open side by side at start."""
         super().__init__()
+        self.service = service
         self.compare_paths = compare
-        self.fast = fast
-        self.index_name, self.home, self.model_dir = index, home, model
         self.export_dir = Path(export_dir or ".")
         self.show_timings = show_timings
-        self.perspect = None
+        self.info: ServiceStatus | None = None  # None: the index could not be opened
         self.result: SearchResult | None = None
         self._cancel: threading.Event | None = None
+        self._busy = 0  # worker bodies running (threads `run` will not wait for when stuck)
+        self._busy_lock = threading.Lock()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -80,29 +88,25 @@ class PerspectApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        from perspect.api import Perspect
-
+        self.query_one(NewsPanel).display = False
         if self.compare_paths is not None:
             self._status("comparing the two articles (loading the comparator) …")
             self.run_compare(*self.compare_paths)
         try:
-            self.perspect = Perspect.open(
-                self.index_name, home=self.home, model=self.model_dir, fast=self.fast
-            )
+            self.info = info = self.service.status()
         except PerspectError as e:
             self._status(
                 f"[red]{lit(e.message)}[/]" + (f"\n[dim]fix: {lit(e.hint)}[/]" if e.hint else "")
             )
             return
-        pools = ", ".join(f"{p} {n:,}" for p, n in self.perspect.pools.items())
+        pools = ", ".join(f"{p} {n:,}" for p, n in info.pools.items())
         note = (
             ""
-            if self.perspect.has_models
+            if info.has_models
             else ("  [yellow]no trained models: retrieval only (fix: make models)[/]")
         )
-        self._status(f"index [b]{lit(self.index_name)}[/]: {pools}{note}")
+        self._status(f"index [b]{lit(info.index)}[/]: {pools}{note}  · F1 explains the screen")
         self.query_one(ClaimInput).focus()
-        self.query_one(NewsPanel).display = False
 
     def _status(self, markup: str) -> None:
         self.query_one("#status", Static).update(markup)
@@ -110,7 +114,7 @@ class PerspectApp(App[None]):
     # -- searching -------------------------------------------------------------------------------
     def on_input_submitted(self, event: ClaimInput.Submitted) -> None:
         claim = event.value.strip()
-        if self.perspect is None:
+        if self.info is None:
             self.notify("no index is open", severity="error")
             return
         from perspect.core.types import validate_claim
@@ -131,28 +135,48 @@ class PerspectApp(App[None]):
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, claim: str, cancel: threading.Event) -> None:
         def progress(stage: str, fraction: float) -> None:
-            self.post_message(SearchProgress(stage, fraction, cancel))
-
-        if not self.perspect.models_loaded and self.perspect.has_models:
-            progress("loading the models (first search only)", 0.0)
-        try:
-            res = self.perspect.search(claim, progress=progress, cancel=cancel)
-        except Cancelled:
-            self.post_message(SearchFailed("search cancelled", search=cancel))
-        except PerspectError as e:
-            self.post_message(SearchFailed(e.message, e.hint, cancel))
-        else:
             if not cancel.is_set():
-                self.post_message(SearchDone(res, cancel))
+                self.post_message(SearchProgress(stage, fraction, cancel))
+
+        with self._working():
+            info = self.info
+            if info is not None and info.has_models and not info.models_loaded:
+                progress("loading the models (first search only)", 0.0)
+            try:
+                res = self.service.search(claim, progress=progress, cancel=cancel)
+            except Cancelled:
+                self.post_message(SearchFailed("search cancelled", search=cancel))
+            except PerspectError as e:
+                self.post_message(SearchFailed(e.message, e.hint, cancel))
+            else:
+                if info is not None and not info.models_loaded:
+                    self.info = replace(info, models_loaded=True)
+                if not cancel.is_set():
+                    self.post_message(SearchDone(res, cancel))
 
     @work(thread=True, exclusive=True, group="compare")
     def run_compare(self, a, b) -> None:
-        from perspect import api
+        with self._working():
+            try:
+                self.post_message(CompareDone(self.service.compare(a, b)))
+            except PerspectError as e:
+                self.post_message(SearchFailed(e.message, e.hint))
 
+    @contextmanager
+    def _working(self) -> Iterator[None]:
+        """Counts a worker body while it runs: `run` asks whether one is still inside."""
+        with self._busy_lock:
+            self._busy += 1
         try:
-            self.post_message(CompareDone(api.compare(a, b)))
-        except PerspectError as e:
-            self.post_message(SearchFailed(e.message, e.hint))
+            yield
+        finally:
+            with self._busy_lock:
+                self._busy -= 1
+
+    @property
+    def busy(self) -> bool:
+        with self._busy_lock:
+            return self._busy > 0
 
     def on_compare_done(self, msg: CompareDone) -> None:
         self._status("comparison ready (Esc goes back to the search)")
@@ -172,7 +196,7 @@ class PerspectApp(App[None]):
         if self._stale(msg.search):
             return
         self.result = res = msg.result
-        if not res.clusters and res.hits and not self.perspect.has_models:
+        if not res.clusters and res.hits and self.info is not None and not self.info.has_models:
             await self.query_one("#support", SideColumn).show_hits(
                 res.hits, "Retrieved (no models: no stance)"
             )
@@ -208,15 +232,25 @@ class PerspectApp(App[None]):
             self.push_screen(DetailScreen(event.item.cluster, news))
 
     def action_cancel(self) -> None:
-        """Cancelled at once on screen: the worker may still be loading the models (seconds, not
-        interruptible); whatever it posts afterwards for this search is dropped."""
+        """Cancelled at once on screen: the worker stops at its next check (the engine checks
+        between stages); whatever it posts afterwards for this search is dropped."""
         if self._cancel is not None and not self._cancel.is_set():
             self._cancel.set()
             self.query_one(ProgressBar).update(progress=0.0)
             self._status("search cancelled")
 
+    async def action_quit(self) -> None:
+        """Quit now: a running search is told to stop, and `run` does not wait for it."""
+        if self._cancel is not None:
+            self._cancel.set()
+        self.exit()
+
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        """The help of the screen on top (search, detail, compare); F1 on the help closes it."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+            return
+        self.push_screen(HelpScreen(getattr(self.screen, "HELP_TOPIC", "search")))
 
     def action_export(self) -> None:
         if self.result is None:
@@ -234,13 +268,34 @@ class PerspectApp(App[None]):
 
 
 def run(
-    index: str = "default",
-    home: str | None = None,
-    model: str | None = None,
+    service: SearchService,
     compare: tuple[str, str] | None = None,
-    fast: bool = False,
+    *,
+    headless: bool = False,
+    auto_pilot=None,
+    grace_s: float = 1.0,
 ) -> None:
-    PerspectApp(index=index, home=home, model=model, compare=compare, fast=fast).run()
+    """Run the app until the user quits, then return within `grace_s` seconds even if a worker
+    thread is stuck in native code. Two waits would otherwise hang the process after the
+    screen is gone: asyncio.run joins the default executor (where Textual runs thread workers),
+    and so does the interpreter at exit. The app runs on a loop of its own, so that returning
+    does not join it; a worker still inside after `grace_s` ends the process with os._exit
+    once the terminal is restored (the index is only read, and pinned versions are released
+    by the OS with the process)."""
+    before_full_screen()
+    app = PerspectApp(service, compare=compare)
+    loop = asyncio.new_event_loop()
+    try:
+        app.run(loop=loop, headless=headless, auto_pilot=auto_pilot)
+    finally:
+        deadline = time.monotonic() + grace_s
+        while app.busy and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if app.busy:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(app.return_code or 0)
+        loop.close()
 
 
 def lit(text: object) -> str:

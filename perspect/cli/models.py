@@ -39,11 +39,14 @@ def cmd_models(args: argparse.Namespace) -> int:
             console().print(f"  {o.step}: {state} (inputs {o.key})")
         return 0
     if args.action == "prepare":
-        with console(stderr=True).status("exporting the models' ONNX graphs (once per weights)"):
+        with console(stderr=True).status(
+            "exporting the models' ONNX graphs (once per weights) and compiling PLAID's kernels"
+        ):
             done = api.prepare_models(args.dir)
         for d in done:
             mark = "[green]✓[/]" if d.served else "[yellow]![/]"
             how = "served on ONNX Runtime" if d.served else "stays on PyTorch (see the log)"
+            how = d.note or how
             console().print(f"{mark} {d.name}: {how} ({d.seconds:.1f} s)")
         return 0
     entries = api.models(args.dir)

@@ -26,7 +26,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
         for f in compare:
             if not Path(f).is_file():
                 raise PerspectError(f"{f}: no such file", hint="perspect tui --compare A.md B.md")
-    run(index=args.index, home=args.home, model=args.model, compare=compare, fast=args.fast)
+    from perspect.api import PerspectService
+
+    service = PerspectService(args.index, home=args.home, model=args.model, fast=args.fast)
+    run(service, compare=compare)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The claim box: history on up/down, example claims as completions."""
+"""The claim box: history on up/down, example claims as completions; → on an empty box inserts an
+example (the placeholder promises it, and a new user has nothing typed to complete)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ class ClaimInput(Input):
         )
         self.history: list[str] = []
         self._pos = 0
+        self._example = 0
+
+    def action_cursor_right(self, select: bool = False) -> None:
+        if not self.value and not select:
+            self.value = EXAMPLES[self._example % len(EXAMPLES)]
+            self._example += 1
+            self.cursor_position = len(self.value)
+            return
+        super().action_cursor_right(select)
 
     def remember(self, claim: str) -> None:
         if claim and (not self.history or self.history[-1] != claim):

@@ -36,7 +36,11 @@ def article_text(sentences, marks: dict[int, list[tuple[int, str]]], spans=None)
 
 
 class CompareScreen(Screen[None]):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "back")]
+    HELP_TOPIC = "compare"  # F1 explains this screen (help_screen.COMPARE)
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "back"),
+        Binding("question_mark", "app.help", "help"),
+    ]
 
     def __init__(self, comparison) -> None:
         super().__init__()

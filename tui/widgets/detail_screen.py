@@ -16,7 +16,11 @@ from perspect.tui.widgets.news_panel import news_text
 
 
 class DetailScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,enter", "dismiss", "close")]
+    HELP_TOPIC = "detail"  # F1 explains this screen (help_screen.DETAIL)
+    BINDINGS = [
+        Binding("escape,q,enter", "dismiss", "close"),
+        Binding("question_mark", "app.help", "help"),
+    ]
 
     def __init__(self, cluster: PerspectiveCluster, news: tuple[NewsItem, ...] = ()) -> None:
         super().__init__()

@@ -1,0 +1,88 @@
+"""A stand-in `SearchService` for the terminal UI's tests: answers at once, slowly, or never.
+
+The real engine is tested end to end in tests/test_tui_real.py; here the UI's own behaviour
+(cancelling, quitting, what each screen shows) is driven without loading a model.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from perspect.core.errors import Cancelled
+from perspect.core.result import (
+    Coverage,
+    EvidenceItem,
+    Member,
+    PerspectiveCluster,
+    SearchResult,
+)
+from perspect.core.service import ServiceStatus
+
+
+def answer(claim: str) -> SearchResult:
+    """Two clusters per side: one sure, one leaning; evidence on the first."""
+
+    def member(i: str, text: str, support: float) -> Member:
+        return Member(i, text, relevance=0.9, support=support, metadata={"source": "fake"})
+
+    clusters = (
+        PerspectiveCluster(
+            member("1", "Animals feel pain.", 0.9),
+            (member("1", "Animals feel pain.", 0.9), member("2", "Animals can suffer.", 0.88)),
+            "support",
+            0.89,
+            0.8,
+            (
+                EvidenceItem("e1", "Mammals have pain receptors.", 0.81, "supports"),
+                EvidenceItem("e2", "Zoos are popular.", 0.4, "related"),
+            ),
+        ),
+        PerspectiveCluster(
+            member("3", "Rights come with duties.", 0.1),
+            (member("3", "Rights come with duties.", 0.1),),
+            "oppose",
+            0.9,
+            0.7,
+        ),
+        PerspectiveCluster(
+            member("4", "Pets are property.", 0.4),
+            (member("4", "Pets are property.", 0.4),),
+            "oppose",
+            0.6,
+            0.5,
+        ),
+    )
+    return SearchResult(claim, clusters, Coverage(1, 2), (), took_ms=12.0)
+
+
+class FakeService:
+    """`mode`: "answer" (at once), "cooperative" (runs until cancelled, then raises Cancelled,
+    as the engine does between stages) or "stuck" (ignores cancel: a native call that never
+    returns)."""
+
+    def __init__(self, mode: str = "answer", index: str = "fake"):
+        self.mode = mode
+        self.index = index
+        self.searches: list[str] = []
+        self.started = threading.Event()
+        self.release = threading.Event()  # ends a stuck search (test clean-up)
+
+    def status(self) -> ServiceStatus:
+        return ServiceStatus(self.index, {"perspectives": 4, "evidence": 2}, True, True)
+
+    def search(self, claim, progress=None, cancel=None) -> SearchResult:
+        self.searches.append(claim)
+        self.started.set()
+        if progress:
+            progress("retrieving perspectives", 0.1)
+        if self.mode == "cooperative" and len(self.searches) == 1:
+            while not (cancel is not None and cancel.wait(0.01)):
+                pass
+            raise Cancelled("search cancelled")
+        if self.mode == "stuck":
+            self.release.wait()
+        return answer(claim)
+
+    def compare(self, a: str | Path, b: str | Path):
+        raise NotImplementedError("the fake compares nothing")
