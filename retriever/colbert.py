@@ -30,6 +30,7 @@ threshold the indexer rebuilds it as PLAID.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -118,15 +119,43 @@ def _compile_kernels() -> None:
     setup_torch_extensions()
     _stanford()
     pkg = "pylate.indexes.stanford_nlp"
+    with _kernel_lock():
+        try:
+            sys.modules[f"{pkg}.indexing.codecs.residual"].ResidualCodec.try_load_torch_extensions(
+                False
+            )
+            sys.modules[f"{pkg}.search.index_storage"].IndexScorer.try_load_torch_extensions(False)
+            sys.modules[f"{pkg}.search.strided_tensor"].StridedTensor.try_load_torch_extensions(
+                False
+            )
+            sys.modules[f"{pkg}.modeling.colbert"].try_load_torch_extensions(False)
+        except Exception:  # an early compile is an optimisation: first use retries
+            pass
+
+
+@contextlib.contextmanager
+def _kernel_lock():
+    """Load the kernels holding an flock on the extensions folder, and first remove torch's
+    build batons (`<kernel>/lock`) left there. Why: torch takes that baton even to load a kernel
+    built already, and a process killed (kill -9) while holding it left every later search
+    waiting for ever. Every Perspect process loads the kernels under this flock, which the OS
+    drops when its holder dies: a baton found while holding it is a dead process's."""
+    import fcntl
+
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or paths.torch_extensions())
     try:
-        sys.modules[f"{pkg}.indexing.codecs.residual"].ResidualCodec.try_load_torch_extensions(
-            False
-        )
-        sys.modules[f"{pkg}.search.index_storage"].IndexScorer.try_load_torch_extensions(False)
-        sys.modules[f"{pkg}.search.strided_tensor"].StridedTensor.try_load_torch_extensions(False)
-        sys.modules[f"{pkg}.modeling.colbert"].try_load_torch_extensions(False)
-    except Exception:  # an early compile is an optimisation: first use retries
-        pass
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / "perspect-kernels.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only cache: nothing to clear, nothing to lock
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for baton in root.glob("*/lock"):
+            baton.unlink(missing_ok=True)
+        yield
+    finally:
+        os.close(fd)
 
 
 def model_fingerprint(folder: str | Path) -> str:
@@ -352,6 +381,8 @@ class ColBERTBackend(Backend):
         """Write the PLAID index of `ids` in one go (the only way a PLAID index is written), then
         swap PyLate's pickled id map for JSON: PLAID ids of a fresh index are 0..n-1 in order."""
         setup_torch_extensions()
+        compile_kernels_in_background()
+        wait_for_kernels()
         from pylate import indexes
 
         with _quiet():
@@ -389,6 +420,8 @@ class ColBERTBackend(Backend):
             if not (self.folder / PLAID_IDS).exists():
                 return None
             setup_torch_extensions()
+            compile_kernels_in_background()  # loaded under the kernel lock (_kernel_lock)
+            wait_for_kernels()
             # PLAID's .pt files are read with torch.load's default, weights_only=True (no code
             # from data); an environment forcing it off would let a crafted file run code
             os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
@@ -404,7 +437,12 @@ class ColBERTBackend(Backend):
                 search_batch_size=2**18,
             )
             # no _quiet() here: a warm-up thread may run this (see _silence)
-            self._reader = searcher_cls(index="plaid", config=config, index_root=f"{self.folder}/")
+            try:
+                self._reader = searcher_cls(
+                    index="plaid", config=config, index_root=f"{self.folder}/"
+                )
+            except Exception as e:  # torch.load(weights_only=True) refusing a crafted file
+                raise self._damaged("plaid", e) from None
         return self._reader
 
     def _dim(self) -> int:
@@ -421,6 +459,14 @@ class ColBERTBackend(Backend):
             self._ids = {i: n for n, i in enumerate(ids)}
             self._rev = dict(enumerate(ids))
         return self._ids
+
+    def _damaged(self, what: str, e: Exception) -> IndexDamaged:
+        index = self.folder.parents[3].name if len(self.folder.parents) > 3 else str(self.folder)
+        return IndexDamaged(
+            f"index {index!r}: cannot read {self.folder / what} ({type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''})",
+            hint=f"re-encode it: perspect index rebuild --name {index} --retriever colbert",
+        )
 
     def _tombstones(self) -> set[str]:
         if self._dead is None:
@@ -564,7 +610,13 @@ class ColBERTBackend(Backend):
             import torch
 
             p = self.folder / EXACT
-            self._exact_store = torch.load(p, weights_only=True) if p.exists() else {}
+            try:
+                store = torch.load(p, weights_only=True) if p.exists() else {}
+                if not isinstance(store, dict):
+                    raise TypeError(f"holds a {type(store).__name__}, not token vectors")
+            except Exception as e:  # a crafted pickle is refused here, never run
+                raise self._damaged(EXACT, e) from None
+            self._exact_store = store
             self._flat = None
         return self._exact_store
 
