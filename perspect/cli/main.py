@@ -779,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     args = build_parser().parse_args(argv)
+    _pipe_errors_reach_main()
     if sys.stdout is None:  # `perspect ... >&-`: say so before doing any work
         print("error: standard output is closed; nothing could be printed", file=sys.stderr)
         return 2
@@ -806,6 +807,17 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()  # what is still buffered cannot be written either
         print(f"error: cannot write the output: {e.strerror or e}", file=sys.stderr)
         return 2
+
+
+def _pipe_errors_reach_main() -> None:
+    """rich turns a closed pipe into `SystemExit(1)`; its documented hook hands it back to
+    `main`, which exits 141 as a shell expects of `perspect ... | head -1`."""
+    from rich.console import Console
+
+    def gone(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe")
+
+    Console.on_broken_pipe = gone
 
 
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EPIPE}
