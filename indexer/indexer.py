@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perspect.core import integrity
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
-from perspect.core.errors import PerspectError, environment_error
+from perspect.core.errors import IndexDamaged, PerspectError, environment_error
 from perspect.core.layout import IndexDir
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.store import ItemStore
@@ -128,13 +129,14 @@ class Indexer:
         with self.dir.writer_lock():
             live = self.dir.current()
             manifest = mf.load(live)
+            integrity.check(live, manifest)  # never carry a damaged file into the next version
             version = self._clone(live, manifest)
             try:
                 report = self._write(version, manifest, batches, op="add")
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
-            self._publish(version)
+            self._publish(version, pools=sorted({s.pool for s in sources}))
         return report
 
     @_plain_environment_errors
@@ -148,16 +150,19 @@ class Indexer:
             manifest = mf.load(live)
             if pool not in manifest["pools"]:
                 raise PerspectError(f"index {self.name!r} has no {pool} pool")
+            integrity.check(live, manifest)
             version = self._clone(live, manifest)
             try:
                 store = ItemStore(version / pool)
                 present = sorted(store.existing(ids))
                 with self.reporter.stage(f"deleting from {pool}", total=len(present)) as adv:
+                    store.delete(present)
                     for b in self._open_backends(version / pool, manifest, writable=True):
                         b.delete(present)
                         b.commit()
                         b.close()
-                    store.delete(present)
+                        if b.needs_rebuild():  # tombstones past the ratio: compact
+                            self._rebuild_backend(type(b), b.folder, store, manifest)
                     adv(len(present))
                 store.close()
                 if pool == "evidence":
@@ -182,7 +187,7 @@ class Indexer:
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
-            self._publish(version)
+            self._publish(version, pools=[pool])
         return WriteReport(
             index=self.name,
             version=version.name,
@@ -201,6 +206,7 @@ class Indexer:
         with self.dir.writer_lock():
             live = self.dir.current()
             manifest = mf.load(live)
+            integrity.check(live, manifest, skip=retriever)  # what is rebuilt may be damaged
             version = self._clone(live, manifest)
             try:
                 cfg = manifest["config"]
@@ -224,10 +230,20 @@ class Indexer:
         return manifest
 
     # -- internals -----------------------------------------------------------------------------
-    def _publish(self, version: Path) -> None:
-        """Swap `version` in, then tell each backend (an Elasticsearch alias moves here)."""
+    def _publish(self, version: Path, pools: Sequence[str] | None = None) -> None:
+        """Seal `version` (every file's checksum), make it answer a search over each retriever
+        of the pools the write changed (all with `pools` None), and only then swap it in and
+        tell each backend (an Elasticsearch alias moves here). A version that fails its check is
+        removed: the live one stays as it was."""
+        try:
+            manifest = mf.seal(version)
+            self._check_search(
+                version, manifest, list(manifest["pools"]) if pools is None else pools
+            )
+        except BaseException:
+            shutil.rmtree(version, ignore_errors=True)
+            raise
         self.dir.publish(version)
-        manifest = mf.load(version)
         cfg = IndexConfig.from_json(manifest["config"])
         for pool in manifest["pools"]:
             for kind in cfg.retrievers:
@@ -240,6 +256,52 @@ class Indexer:
                             f"{version.name} is live, but {pool}/{kind} was not announced: {e}",
                             hint="run the same write again once the cause is fixed",
                         ) from None
+
+    def _check_search(self, version: Path, manifest: dict[str, Any], pools: Sequence[str]) -> None:
+        """Open what a reader opens, from disk, and search each retriever of `pools` with the
+        text of a stored item: every hit must be a stored item and each retriever must hold as
+        many items as the store. Why: an update that broke PLAID was only found by the next
+        user's search, after the previous version was gone."""
+        cfg = IndexConfig.from_json(manifest["config"])
+        for pool in pools:
+            if pool not in manifest["pools"]:
+                continue
+            integrity.check(version, manifest, pool)
+            store = ItemStore(version / pool, readonly=True)
+            try:
+                n = store.count()
+                probe = next(iter(store), None)
+                for kind in cfg.retrievers:
+                    opts = cfg.backends.get(kind, {})
+                    if opts.get("engine", "embedded") != "embedded":
+                        continue
+                    b = backend_class(kind, opts).open(version / pool / kind, opts)
+                    try:
+                        held = b.count()
+                        hits = b.search(probe.text, min(10, n)) if probe is not None else []
+                    except PerspectError:
+                        raise
+                    except Exception as e:
+                        raise IndexDamaged(
+                            f"index {self.name!r}: the new version's {pool}/{kind} failed its "
+                            f"check search ({type(e).__name__}: {e}); the live version is unchanged",
+                            hint=f"rebuild it: perspect index rebuild --name {self.name} "
+                            f"--retriever {kind}",
+                        ) from None
+                    finally:
+                        b.close()
+                    stray = {i for i, _ in hits} - store.existing([i for i, _ in hits])
+                    if held != n or stray:
+                        raise IndexDamaged(
+                            f"index {self.name!r}: the new version's {pool}/{kind} holds {held} "
+                            f"items where the store holds {n}"
+                            + (f" and answers unknown ids {sorted(stray)[:3]}" if stray else "")
+                            + "; the live version is unchanged",
+                            hint=f"rebuild it: perspect index rebuild --name {self.name} "
+                            f"--retriever {kind}",
+                        )
+            finally:
+                store.close()
 
     def _read_all(self, sources: Sequence[Source]) -> list[tuple[Source, ReadReport]]:
         out = []

@@ -9,10 +9,19 @@ The ColBERT model is saved once and named by path in the index config together w
 its weights: indexing and querying must use the *same* projection, and a mismatch is refused rather
 than silently returning noise.
 
-Updates: PLAID appends new documents to the existing centroids without re-clustering, and deletes
-only drop ids from the inverted lists. Once the documents added since the last full build exceed
-`rebuild_ratio` (default 0.5) of the index, `needs_rebuild()` asks the indexer to rebuild this pool's
-ColBERT index from the item store, so centroids never drift far from the data.
+Updates never touch a built PLAID index. PyLate's incremental PLAID update (an "experimental
+feature" in its own words) left an index that aborted in `filter_pids` after a second add, and
+removing two ids at once failed in `_remove_pid_from_ivf`; so a PLAID index is only ever written
+whole. Added (or replaced) documents go to a small delta scored exactly (MaxSim over their stored
+token vectors, the small-pool exact mode below) beside PLAID, and deleted or replaced PLAID
+documents are tombstones filtered out of its answers. Once delta and tombstones together exceed
+`rebuild_ratio` (default 0.5) of the PLAID index, `needs_rebuild()` asks the indexer to rebuild
+this pool's ColBERT index from the item store (a compaction), so centroids never drift either.
+
+Nothing read from an index can run code: PLAID's id map is PyLate's pickle, so it is replaced by
+`plaid_ids.json` right after the build (and the pickles deleted); token vectors are loaded with
+`torch.load(weights_only=True)`. An index from an older Perspect that still holds the pickle is
+refused with the rebuild command.
 
 Small pools (under `min_plaid_docs`, default 1,000) are scored exactly instead: MaxSim over every
 stored token vector. PLAID's k-means cannot train with fewer token vectors than centroids (a dozen
@@ -25,14 +34,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pickle
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from perspect.core import bundle, paths
-from perspect.core.errors import ModelError
+from perspect.core.errors import IndexDamaged, ModelError
 from perspect.core.types import Item
 from perspect.retriever import onnx_query, plaid_kernels
 from perspect.retriever.base import Backend, ProgressFn
@@ -57,7 +65,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "query_runtime": "onnx",
 }
 STATE = "perspect_colbert.json"
-EXACT = "exact.pt"
+EXACT = "exact.pt"  # exact mode: every document; PLAID mode: the delta
+PLAID_IDS = "plaid_ids.json"  # PLAID id (list position) -> document id
+LEGACY_PICKLES = ("documents_ids_to_plaid_ids.pkl", "plaid_ids_to_documents_ids.pkl")
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 _QUERY_LOCK = threading.Lock()  # the query length is model state, shared by every backend
@@ -275,6 +285,7 @@ class ColBERTBackend(Backend):
         self._flat = None
         self._light: Any = None  # _LightQuery, False (PyLate), None (not looked at yet)
         self._reader = None  # the Stanford searcher for reads (see _read_searcher)
+        self._dead: set[str] | None = None  # tombstoned PLAID documents
         self._reader_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -303,6 +314,13 @@ class ColBERTBackend(Backend):
     def open(cls, folder: Path, config: dict[str, Any], writable: bool = False) -> ColBERTBackend:
         state = json.loads((folder / STATE).read_text())
         b = cls(folder, config, state)
+        if b.mode == "plaid" and not (folder / PLAID_IDS).is_file():
+            index = folder.parents[3].name if len(folder.parents) > 3 else str(folder)
+            raise IndexDamaged(
+                f"index {index!r}: {folder} was written by an older Perspect (its ColBERT id map "
+                "is a pickle, which Perspect does not load: a pickle can run code)",
+                hint=f"re-encode it: perspect index rebuild --name {index} --retriever colbert",
+            )
         if (
             Path(state["model"]).exists()
             and model_fingerprint(state["model"]) != state["model_fingerprint"]
@@ -324,25 +342,38 @@ class ColBERTBackend(Backend):
             )
         return self._model
 
-    def _index(self, create: bool = False):
-        if self._plaid is None:
-            setup_torch_extensions()
-            from pylate import indexes
+    def _build_plaid(self, ids: list[str], embs: Sequence[Any]) -> None:
+        """Write the PLAID index of `ids` in one go (the only way a PLAID index is written), then
+        swap PyLate's pickled id map for JSON: PLAID ids of a fresh index are 0..n-1 in order."""
+        setup_torch_extensions()
+        plaid_kernels.ensure()  # the write path: compiled here if missing, never by a search
+        plaid_kernels.install()
+        from pylate import indexes
 
-            if (
-                not create
-                and not (self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl").exists()
-            ):
-                return None
-            plaid_kernels.ensure()  # the write path: compiled here if missing, never by a search
-            plaid_kernels.install()
-            with _quiet():
-                self._plaid = self._make_plaid(indexes)
-        return self._plaid
+        with _quiet():
+            plaid = indexes.PLAID(
+                index_folder=str(self.folder),
+                index_name="plaid",
+                override=True,
+                use_fast=False,
+                nbits=self.config["nbits"],
+                kmeans_niters=self.config["kmeans_niters"],
+                embedding_size=self._dim(),
+                ndocs=self.config["ndocs"],
+                ncells=self.config["ncells"],
+                centroid_score_threshold=self.config["centroid_score_threshold"],
+                show_progress=False,
+            )
+            plaid.add_documents(documents_ids=ids, documents_embeddings=embs)
+        for name in LEGACY_PICKLES:
+            (self.folder / "plaid" / name).unlink(missing_ok=True)
+        (self.folder / PLAID_IDS).write_text(json.dumps(ids))
+        self._plaid = plaid
+        self._ids = self._rev = None
 
     def _read_searcher(self):
-        """The Stanford searcher over this index: the PLAID object's when this process wrote
-        to it, else one opened for reading alone, without importing PyLate's package (which
+        """The Stanford searcher over this index: the PLAID object's when this process built
+        it, else one opened for reading alone, without importing PyLate's package (which
         imports transformers and datasets: ~3 s of a cold start here; see _stanford)."""
         if self._plaid is not None:
             return self._plaid._index.searcher
@@ -351,9 +382,12 @@ class ColBERTBackend(Backend):
 
     def _open_reader(self):
         if self._reader is None:
-            if not (self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl").exists():
+            if not (self.folder / PLAID_IDS).exists():
                 return None
             setup_torch_extensions()
+            # PLAID's .pt files are read with torch.load's default, weights_only=True (no code
+            # from data); an environment forcing it off would let a crafted file run code
+            os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
             searcher_cls, config_cls = _stanford()
             plaid_kernels.install()  # loads the compiled kernels; says how to build missing ones
             config = config_cls(
@@ -367,23 +401,13 @@ class ColBERTBackend(Backend):
                 search_batch_size=2**18,
             )
             # no _quiet() here: a warm-up thread may run this (see _silence)
-            self._reader = searcher_cls(index="plaid", config=config, index_root=f"{self.folder}/")
+            try:
+                self._reader = searcher_cls(
+                    index="plaid", config=config, index_root=f"{self.folder}/"
+                )
+            except Exception as e:  # torch.load(weights_only=True) refusing a crafted file
+                raise self._damaged("plaid", e) from None
         return self._reader
-
-    def _make_plaid(self, indexes):
-        return indexes.PLAID(
-            index_folder=str(self.folder),
-            index_name="plaid",
-            override=False,
-            use_fast=False,
-            nbits=self.config["nbits"],
-            kmeans_niters=self.config["kmeans_niters"],
-            embedding_size=self._dim(),
-            ndocs=self.config["ndocs"],
-            ncells=self.config["ncells"],
-            centroid_score_threshold=self.config["centroid_score_threshold"],
-            show_progress=False,
-        )
 
     def _dim(self) -> int:
         """Vector size, recorded at the first add so opening an index needs no model forward."""
@@ -392,11 +416,26 @@ class ColBERTBackend(Backend):
         return int(self.state["dim"])
 
     def _mapping(self) -> dict[str, int]:
+        """PLAID's documents (tombstoned ones included): id -> PLAID id."""
         if self._ids is None:
-            p = self.folder / "plaid" / "documents_ids_to_plaid_ids.pkl"
-            self._ids = pickle.loads(p.read_bytes()) if p.exists() else {}
-            self._rev = {v: k for k, v in self._ids.items()}
+            p = self.folder / PLAID_IDS
+            ids = json.loads(p.read_text()) if p.is_file() else []
+            self._ids = {i: n for n, i in enumerate(ids)}
+            self._rev = dict(enumerate(ids))
         return self._ids
+
+    def _damaged(self, what: str, e: Exception) -> IndexDamaged:
+        index = self.folder.parents[3].name if len(self.folder.parents) > 3 else str(self.folder)
+        return IndexDamaged(
+            f"index {index!r}: cannot read {self.folder / what} ({type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''})",
+            hint=f"re-encode it: perspect index rebuild --name {index} --retriever colbert",
+        )
+
+    def _tombstones(self) -> set[str]:
+        if self._dead is None:
+            self._dead = set(self.state.get("tombstones", []))
+        return self._dead
 
     # -- encoding --------------------------------------------------------------------------------
     def _query_tokens(self):
@@ -476,55 +515,54 @@ class ColBERTBackend(Backend):
     def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
         if not items:
             return
-        present = [it.id for it in items if self._has(it.id)]
-        if present:
-            self.delete(present)
         embs = self.encode([it.text for it in items], is_query=False, progress=progress)
         self._onnx_session()  # export the query graph now, not at a user's first search
         self.add_encoded([it.id for it in items], embs)
 
     def add_encoded(self, ids: Sequence[str], embs: Sequence[Any]) -> None:
-        """Store documents already encoded by this backend's model (new ids only)."""
+        """Store documents already encoded by this backend's model (an id present is replaced)."""
         ids = list(ids)
+        if not ids:
+            return
         self.state.setdefault("dim", int(embs[0].shape[-1]))
-        if self.mode == "exact":
-            if self.count() == 0 and len(ids) >= self.config["min_plaid_docs"]:
-                self.state["mode"] = "plaid"  # a first build large enough for PLAID's k-means
-            else:
-                self._exact_add(ids, embs)
-                self._save_state()
-                return
-        first = self._index() is None
-        with _quiet():
-            self._index(create=True).add_documents(documents_ids=ids, documents_embeddings=embs)
-        if first:
-            self.state["built_count"] = len(ids)
-            self.state["added_since_build"] = 0
-        else:
-            self.state["added_since_build"] += len(ids)
-        self._ids = None
+        if self.mode == "exact" and self.count() == 0 and len(ids) >= self.config["min_plaid_docs"]:
+            self.state["mode"] = "plaid"  # a first build large enough for PLAID's k-means
+            self._build_plaid(ids, embs)
+            self.state.update(built_count=len(ids), added_since_build=0, tombstones=[])
+            self._dead = None
+            self._save_state()
+            return
+        if self.mode == "plaid":
+            self._bury(ids)
+        self._exact_add(ids, embs)  # the whole pool (exact mode) or the delta beside PLAID
+        self.state["added_since_build"] = self.state.get("added_since_build", 0) + len(ids)
         self._save_state()
 
     def delete(self, ids: Sequence[str]) -> None:
-        if self.mode == "exact":
-            store = self._exact()
-            for i in ids:
-                store.pop(i, None)
-            self._exact_save()
-            return
-        mapping = self._mapping()
-        present = [i for i in ids if i in mapping]
-        if present and self._index() is not None:
-            with _quiet():
-                self._index().remove_documents(present)
-            self._ids = None
+        store = self._exact()
+        for i in ids:
+            store.pop(i, None)
+        self._exact_save()
+        if self.mode == "plaid":
+            self._bury(ids)
+            self._save_state()
+
+    def _bury(self, ids: Sequence[str]) -> None:
+        """Tombstone the PLAID documents among `ids` (deleted, or replaced by a delta copy)."""
+        mapping, dead = self._mapping(), self._tombstones()
+        new = [i for i in ids if i in mapping and i not in dead]
+        if new:
+            dead.update(new)
+            self.state["tombstones"] = sorted(dead)
 
     def needs_rebuild(self) -> bool:
-        """Exact mode outgrew itself, or PLAID's centroids were trained on too little of the data."""
+        """Exact mode outgrew itself, or the delta and tombstones beside PLAID grew past
+        `rebuild_ratio` of it (a compaction re-clusters everything)."""
         if self.mode == "exact":
             return self.count() >= self.config["min_plaid_docs"]
-        built = max(1, self.state.get("built_count", 0))
-        return self.state.get("added_since_build", 0) > self.config["rebuild_ratio"] * built
+        built = max(1, len(self._mapping()))
+        drift = len(self._exact()) + len(self._tombstones())
+        return drift > self.config["rebuild_ratio"] * built
 
     # -- exact mode: small pools, where PLAID's k-means has too few points to train --------------
     @property
@@ -536,11 +574,17 @@ class ColBERTBackend(Backend):
             import torch
 
             p = self.folder / EXACT
-            self._exact_store = torch.load(p, weights_only=True) if p.exists() else {}
+            try:
+                store = torch.load(p, weights_only=True) if p.exists() else {}
+                if not isinstance(store, dict):
+                    raise TypeError(f"holds a {type(store).__name__}, not token vectors")
+            except Exception as e:  # a crafted pickle is refused here, never run
+                raise self._damaged(EXACT, e) from None
+            self._exact_store = store
             self._flat = None
         return self._exact_store
 
-    def _exact_add(self, ids: list[str], embs: list[Any]) -> None:
+    def _exact_add(self, ids: list[str], embs: Sequence[Any]) -> None:
         import torch
 
         store = self._exact()
@@ -578,27 +622,42 @@ class ColBERTBackend(Backend):
         return [(ids[i], float(v)) for v, i in zip(top.values, top.indices, strict=True)]
 
     def _has(self, ident: str) -> bool:
-        return ident in (self._exact() if self.mode == "exact" else self._mapping())
+        if ident in self._exact():
+            return True
+        return self.mode == "plaid" and ident in self._mapping() and ident not in self._tombstones()
 
     # -- reads -----------------------------------------------------------------------------------
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        if self.mode == "exact":
-            return self._exact_search(self.encode([query], is_query=True)[0], k)
-        searcher = self._read_searcher()
-        if searcher is None:
-            return []
-        mapping = self._mapping()
         q = self.encode([query], is_query=True)[0]
+        delta = self._exact_search(q, k)
+        if self.mode == "exact":
+            return delta
+        searcher = self._read_searcher()
+        mapping, dead = self._mapping(), self._tombstones()
+        live = len(mapping) - len(dead)
+        if searcher is None or live <= 0:
+            return delta
         # Straight to the Stanford searcher: PyLate's __call__ re-reads the id pickle every query.
         # Its messages are muted at import (_silence): searches run on several threads at once.
-        pids, _ranks, scores = searcher.search(q, k=min(k, max(1, len(mapping))))
+        # Ask for as many more as there are tombstones, so k live ones remain.
+        pids, _ranks, scores = searcher.search(q, k=min(k + len(dead), len(mapping)))
         rev = self._rev or {}
-        return [(rev[p], float(s)) for p, s in zip(pids, scores, strict=False) if p in rev]
+        main = [
+            (rev[p], float(s))
+            for p, s in zip(pids, scores, strict=False)
+            if p in rev and rev[p] not in dead
+        ]
+        # PLAID's scores are MaxSim over decompressed vectors, the delta's over the stored ones:
+        # the same scale, so one ranking
+        return sorted(main + delta, key=lambda h: -h[1])[:k]
 
     def count(self) -> int:
-        return len(self._exact()) if self.mode == "exact" else len(self._mapping())
+        n = len(self._exact())
+        if self.mode == "plaid":
+            n += len(self._mapping()) - len(self._tombstones())
+        return n
 
     def commit(self) -> None:
         wait_for_kernels()  # a build never ends with the compiler still running
@@ -610,9 +669,8 @@ class ColBERTBackend(Backend):
     def warm(self) -> None:
         """Import torch and open the PLAID index (1.5-2 s in a new process) while the caller
         loads its models; then the query encoder."""
-        if self.mode == "exact":
-            self._exact()
-        else:
+        self._exact()
+        if self.mode == "plaid":
             self._read_searcher()
         self._query_tokens()
 

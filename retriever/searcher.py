@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perspect.core import integrity
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, resolve_home
 from perspect.core.errors import PerspectError
@@ -172,6 +173,7 @@ class Searcher:
         self._check_pool(pool)
         v = self._v
         if pool not in v.stores:
+            integrity.check(v.version, v.manifest, f"{pool}/{ItemStore.FILENAME}")
             v.stores[pool] = ItemStore(v.version / pool, readonly=True)
         return v.stores[pool]
 
@@ -200,6 +202,7 @@ class Searcher:
         v = self._v
         with v.open_lock:  # one object per backend, whichever thread opens it first (warm-up)
             if key not in v.backends:
+                integrity.check(v.version, v.manifest, f"{pool}/{kind}")
                 opts = v.config.backends.get(kind, {})
                 v.backends[key] = backend_class(kind, opts).open(v.version / pool / kind, opts)
         return v.backends[key]
@@ -296,6 +299,8 @@ class Searcher:
 
         v = self._v
         if not v.links_read:
+            if Links.exists(v.version):
+                integrity.check(v.version, v.manifest, "links.sqlite")
             v.links = Links(v.version) if Links.exists(v.version) else None
             v.links_read = True
         return v.links

@@ -200,6 +200,23 @@ def tiny_index(tmp_path_factory):
     return d / "home"
 
 
+@pytest.fixture(scope="session")
+def tiny_colbert(tiny_base, tmp_path_factory):
+    """The tiny random BERT plus a 16-d projection, saved once and reused (as the product does)."""
+    from pylate import models
+
+    model = models.ColBERT(
+        model_name_or_path=tiny_base,
+        device="cpu",
+        embedding_size=16,
+        query_length=16,
+        document_length=32,
+    )
+    out = tmp_path_factory.mktemp("tiny-colbert") / "model"
+    model.save(str(out))
+    return out
+
+
 # A tiny hand-made PERSPECTRUM-format folder: five claims, two clusters each, one paragraph each.
 TOPICS = [
     # (claim, [(stance, [paraphrases], evidence paragraph)])

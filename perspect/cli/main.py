@@ -8,6 +8,7 @@ process-wide error handling.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -35,8 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     args = build_parser().parse_args(argv)
+    _pipe_errors_reach_main()
+    if sys.stdout is None:  # `perspect ... >&-`: say so before doing any work
+        print("error: standard output is closed; nothing could be printed", file=sys.stderr)
+        return 2
     try:
-        return args.func(args)
+        rc = args.func(args)
+        sys.stdout.flush()  # a full disk or a gone reader is found here, not at exit
+        return rc
     except PerspectError as e:
         err = console(stderr=True)
         err.print(f"[bold red]error:[/] {literal(e.message)}", highlight=False, soft_wrap=True)
@@ -47,9 +54,41 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted; the index is unchanged", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `perspect ... | head`: the reader left; say nothing more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         return 141
+    except OSError as e:
+        # writes to the index turn these into one EnvironmentFailure line already; reaching
+        # here, it is the output that failed (`> /dev/full`, a file on a full disk)
+        if e.errno not in _OUTPUT_ERRNOS:
+            raise
+        _drop_stdout()  # what is still buffered cannot be written either
+        print(f"error: cannot write the output: {e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def _pipe_errors_reach_main() -> None:
+    """rich turns a closed pipe into `SystemExit(1)`; its documented hook hands it back to
+    `main`, which exits 141 as a shell expects of `perspect ... | head -1`."""
+    from rich.console import Console
+
+    def gone(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe")
+
+    Console.on_broken_pipe = gone
+
+
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EPIPE}
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit does not fail (and print) a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

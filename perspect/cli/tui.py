@@ -25,7 +25,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if compare:
         for f in compare:
             if not Path(f).is_file():
-                raise PerspectError(f"{f}: no such file", hint="perspect tui --compare A.md B.md")
+                what = "is a directory, not an article" if Path(f).is_dir() else "no such file"
+                raise PerspectError(f"{f}: {what}", hint="perspect tui --compare A.md B.md")
     from perspect.api import PerspectService
 
     service = PerspectService(args.index, home=args.home, model=args.model, fast=args.fast)

@@ -54,6 +54,11 @@ class IndexBusy(PerspectError):
     """Another process is writing the same index."""
 
 
+class IndexDamaged(PerspectError):
+    """An index file does not match what its version recorded (or is in a format that could run
+    code): refused before any library reads it."""
+
+
 class ModelError(PerspectError):
     """A model folder is missing, incomplete or incompatible."""
 

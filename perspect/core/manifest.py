@@ -67,22 +67,45 @@ def new_manifest(name: str, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def load(version_dir: Path) -> dict[str, Any]:
-    from perspect.core.errors import PerspectError
+    """The manifest of a version, checked against its own checksum (perspect.core.integrity)."""
+    from perspect.core import integrity
+    from perspect.core.errors import IndexDamaged
 
     p = version_dir / FILENAME
+    name = version_dir.parent.parent.name
     try:
         m = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise PerspectError(f"cannot read {p}: {e}", hint="rebuild the index") from None
+        if not isinstance(m, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise IndexDamaged(
+            f"index {name!r} is damaged: cannot read {version_dir.name}/{FILENAME} "
+            f"({type(e).__name__})",
+            hint=f"rebuild it from its sources: perspect index build --name {name} ...",
+        ) from None
     if m.get("format") != FORMAT:
-        raise PerspectError(
+        raise IndexDamaged(
             f"{p} has format {m.get('format')!r}; this Perspect reads {FORMAT!r}",
             hint="rebuild the index with this version of Perspect",
         )
+    integrity.check_manifest(version_dir, m)
     return m
 
 
 def save(version_dir: Path, manifest: dict[str, Any]) -> None:
     manifest["version"] = version_dir.name
     manifest["updated_at"] = now()
+    manifest.pop("checksum", None)  # sealed again at publish (seal)
     atomic_write_text(version_dir / FILENAME, json.dumps(manifest, indent=2, ensure_ascii=False))
+
+
+def seal(version_dir: Path) -> dict[str, Any]:
+    """Record the checksum of every file of a complete version (and of the manifest itself):
+    the last write before it is published."""
+    from perspect.core import integrity
+
+    m = load(version_dir)
+    integrity.seal(version_dir, m)
+    integrity.stamp(m)
+    atomic_write_text(version_dir / FILENAME, json.dumps(m, indent=2, ensure_ascii=False))
+    return m

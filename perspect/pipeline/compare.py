@@ -10,7 +10,9 @@ least precise exactly there (Ko et al., Table 4).
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,8 @@ class Article:
         """A text or markdown file (a leading `# heading` is its title), or a JSON / JSONL file
         whose first record has `text` (and maybe `title`)."""
         p = Path(path)
+        if p.is_dir():
+            raise InputError(str(p), "is a directory, not an article", hint="pass a text file")
         if not p.is_file():
             raise InputError(str(p), "no such file")
         raw = read_text_file(p)
@@ -163,6 +167,30 @@ class SentenceEncoder:
         return np.concatenate(out) if out else np.zeros((0, 1), dtype=np.float32)
 
 
+_WORD = re.compile(r"\w+")
+# a word that flips a sentence's claim: two sentences that differ in one of these are not copies
+_FLIPS = {
+    "not", "no", "never", "nor", "none", "nothing", "without", "cannot", "against", "neither",
+    "n't", "nt", "false", "untrue",
+}  # fmt: skip
+SAME_RATIO = 0.9  # word-sequence similarity (difflib) from which two sentences are one claim
+
+
+def same_claim(a: str, b: str) -> bool:
+    """Two sentences that say the same thing in the same words (case, punctuation and spacing
+    aside, or a few words changed none of which flips the claim): agreement by rule. Why a rule:
+    the comparator once called a sentence a weakening of its identical copy (p .89)."""
+    wa, wb = _WORD.findall(a.casefold()), _WORD.findall(b.casefold())
+    if wa == wb:
+        return bool(wa)
+    if not wa or not wb:
+        return False
+    m = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
+    changed = {w for tag, i1, i2, j1, j2 in m.get_opcodes() if tag != "equal"
+               for w in wa[i1:i2] + wb[j1:j2]}  # fmt: skip
+    return m.ratio() >= SAME_RATIO and not changed & _FLIPS
+
+
 def compare_articles(
     a: Article,
     b: Article,
@@ -180,8 +208,11 @@ def compare_articles(
         for j in np.argsort(-sim[i])[: cfg.per_sentence]:
             if sim[i, j] >= cfg.min_similarity:
                 cand.append((i, int(j)))
-    rel = comparator.compare([(a.sentences[i], b.sentences[j]) for i, j in cand], setting="doc")
-    links = []
+    copies = [(i, j) for i, j in cand if same_claim(a.sentences[i], b.sentences[j])]
+    cand = [c for c in cand if c not in set(copies)]
+    pairs = [(a.sentences[i], b.sentences[j]) for i, j in cand]
+    rel = comparator.compare(pairs, setting="doc") if pairs else []
+    links = [SentenceLink(i, j, "strengthens", 1.0, float(sim[i, j]), ()) for i, j in copies]
     for (i, j), r in zip(cand, rel, strict=True):
         if r.relation == "neither":
             continue
@@ -192,4 +223,5 @@ def compare_articles(
     if cfg.one_per_sentence:
         seen: set[int] = set()
         links = [x for x in links if not (x.a in seen or seen.add(x.a))]
-    return Comparison(a, b, tuple(links), len(cand), (time.perf_counter() - t0) * 1000)
+    compared = len(cand) + len(copies)
+    return Comparison(a, b, tuple(links), compared, (time.perf_counter() - t0) * 1000)
