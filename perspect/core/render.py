@@ -123,7 +123,10 @@ def to_markdown(res: SearchResult) -> str:
                 f"- {n.relation} ({n.probability:.2f}){f' [{plain(src)}]' if src else ''}: "
                 f"{plain(n.text)}" + (f" — rationale: _{words}_" if words else "")
             )
-    if not res.clusters and res.hits:
+    if res.related:
+        out += ["", "## Related, low confidence (none passed the relevance cut)", ""]
+        out += [f"- {plain(m.text)} (`{m.id}`, relevance {m.relevance:.2f})" for m in res.related]
+    elif not res.clusters and res.hits:
         out += ["", "## Retrieved (no models)", ""]
         out += [f"{h.rank}. {h.text} (`{h.id}`, {h.score:.2f})" for h in res.hits]
     return "\n".join(out) + "\n"
@@ -145,6 +148,15 @@ def print_result(res: SearchResult) -> None:
     )
     if cov.warning:
         con.print(f"[yellow]⚠ {literal(cov.warning)}[/]")
+    if res.related:  # nothing passed the relevance cut: the near misses, marked as such
+        con.print("[yellow]Related, low confidence[/] [dim](none passed the relevance cut)[/]")
+        for m in res.related:
+            con.print(
+                f"  [yellow]~[/] {literal(m.text)} [dim]({literal(m.id)}, relevance "
+                f"{m.relevance:.2f})[/]"
+            )
+        _print_news(con, res)
+        return
     if not res.clusters and res.hits:  # no models: the retrieval list is the whole answer
         for h in res.hits[:10]:
             con.print(f"{h.rank:>3}. {literal(h.text)} [dim]({literal(h.id)}, {h.score:.2f})[/]")

@@ -162,6 +162,9 @@ class SearchResult:
     took_ms: float
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     news: tuple[NewsItem, ...] = ()  # related news sentences, strongest first (a news pool only)
+    # when no perspective passed the relevance cut: the best few candidates, most relevant
+    # first, shown apart as "related, low confidence" rather than an empty answer
+    related: tuple[Member, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timings_ms", _frozen_map(self.timings_ms))
@@ -180,6 +183,7 @@ class SearchResult:
             "clusters": [c.to_json() for c in self.clusters],
             "hits": [h.to_json() for h in self.hits],
             "news": [n.to_json() for n in self.news],
+            "related": [m.to_json() for m in self.related],
             "took_ms": round(self.took_ms, 2),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
         }

@@ -204,6 +204,7 @@ class Engine:
 
         judged = self.judge(found.query, found.hits)
         members = relevance.kept(found.hits, judged, self.relevance_threshold())
+        related = () if members else tuple(relevance.near_misses(found.hits, judged))
         t = step("relevance+stance", 0.8, t)
 
         clusters = self.clusters(found.query, members)[:max_clusters]
@@ -228,6 +229,7 @@ class Engine:
             took_ms=(time.perf_counter() - t0) * 1000,
             timings_ms=timings,
             news=tuple(news),
+            related=related,
         )
 
     # -- the stages one by one, as `perspect eval perspectrum` runs them ---------------------------

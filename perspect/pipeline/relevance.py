@@ -65,6 +65,15 @@ def judge(
     return Judged(rel, out["stance"], out["relevance"])
 
 
+RELATED_MAX = 3  # candidates shown as "related, low confidence" when none passes the cut
+
+
+def near_misses(hits: Sequence[Hit], judged: Judged, most: int = RELATED_MAX) -> list[Member]:
+    """The most relevant candidates whatever the cut: what a search shows, marked as low
+    confidence, when none passes it (an empty screen says less than the best near misses)."""
+    return kept(hits, judged, float("-inf"))[:most]
+
+
 def kept(hits: Sequence[Hit], judged: Judged, cut: float) -> list[Member]:
     """The candidates that clear the relevance cut, most relevant first."""
     rel, sup = judged.relevance, judged.stance
