@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from perspect.core import bundle, paths
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.corrections import Correction, Corrections
 from perspect.core.errors import Cancelled, PerspectError
 from perspect.core.layout import IndexDir, list_indexes
 from perspect.core.progress import NullReporter, Reporter
@@ -149,6 +150,43 @@ class Perspect:
     ) -> HitList:
         """Top-k items of `pool` (bm25, colbert or hybrid), without the models."""
         return self._searcher.search(query, pool=pool, k=k, retriever=retriever)
+
+    # -- readers' corrections (perspect.core.corrections) ---------------------------------------
+    def correct(
+        self,
+        claim: str,
+        perspective: str | None = None,
+        side: str | None = None,
+        same: tuple[str, str] | None = None,
+        undo: bool = False,
+    ) -> bool:
+        """Say that `perspective` is on `side` (support, oppose, off-topic) of `claim`, or that
+        the perspectives `same` make one point; `undo` takes that back. Later searches for the
+        claim (case, spacing and punctuation aside) apply it; no other claim's answer changes
+        (perspect.core.corrections says why not paraphrases). True when something was stored
+        (or removed)."""
+        if (perspective is None) == (same is None) or (perspective is not None) != (
+            side is not None
+        ):
+            raise PerspectError("say either a perspective and its side, or two perspectives")
+        claim = validate_claim(claim)
+        ids = [perspective] if perspective is not None else list(same)
+        with self._searcher.pinned():
+            store = self._searcher.store("perspectives")
+            unknown = [i for i in ids if i not in store.get_many(ids)]
+            if unknown:
+                raise PerspectError(
+                    f"index {self.name!r} has no perspective {unknown[0]!r}",
+                    hint=f'the ids are in: perspect search "{claim}" --index {self.name} --json',
+                )
+            kind, a, b = ("side", perspective, side) if same is None else ("same", *same)
+            fix = Correction(claim, kind, a, b)
+            store = Corrections(self._searcher.dir.root)
+            return store.remove(fix) if undo else store.add(fix)
+
+    def corrections(self) -> list[Correction]:
+        """Every correction stored for this index, oldest first."""
+        return Corrections(self._searcher.dir.root).all()
 
     def close(self) -> None:
         self._searcher.close()

@@ -42,6 +42,7 @@ class Member(FrozenMetadata):
     relevance: float  # calibrated P(valid perspective on the claim)
     support: float  # calibrated P(supports the claim); 1 - support is P(opposes)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    corrected: bool = False  # a reader's correction set its side or merged it (core.corrections)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class Member(FrozenMetadata):
             "text": self.text,
             "relevance": round(self.relevance, 4),
             "support": round(self.support, 4),
+            "corrected": self.corrected,
             "metadata": dict(self.metadata),
         }
 

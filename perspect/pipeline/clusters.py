@@ -45,10 +45,13 @@ class Clusters:
         self.min_overlap = min_overlap  # stem Jaccard for a pair the head scores (no vectors)
         self.max_ce_pairs = max_ce_pairs
 
-    def __call__(self, query: Query, members: list[Member]) -> list[PerspectiveCluster]:
+    def __call__(
+        self, query: Query, members: list[Member], same: frozenset[frozenset[str]] = frozenset()
+    ) -> list[PerspectiveCluster]:
         """Complete-link agglomeration of the kept perspectives (every pair in a cluster must pass
         the cut: single-link chaining merged 11 phrasings of different points into one cluster,
-        and measured worse on the tune claims, T3-after-clustering F1 32 vs 52), best first."""
+        and measured worse on the tune claims, T3-after-clustering F1 32 vs 52), best first.
+        `same`: pairs of ids a reader said make one point (core.corrections): merged."""
         if not members:
             return []
         support = np.array([m.support for m in members])
@@ -56,6 +59,12 @@ class Clusters:
         probs = self.equivalence(
             query, [m.id for m in members], [m.text for m in members], support, allowed
         )
+        if same:
+            ids = [m.id for m in members]
+            for i, a in enumerate(ids):
+                for j, b in enumerate(ids):
+                    if i != j and frozenset((a, b)) in same:
+                        probs[i, j], allowed[i, j] = 1.0, True
         labels = complete_link(probs, allowed, self.cluster_cut())
         groups: dict[int, list[int]] = {}
         for i, lab in enumerate(labels):

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perspect.core.corrections import Corrections
 from perspect.core.decisions import Decisions
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
-from perspect.pipeline import order, relevance
+from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.clusters import Clusters
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.news import News
@@ -147,6 +148,7 @@ class Engine:
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
+        self.corrections = Corrections(searcher.dir.root)
         self.clusters = Clusters(
             self.retrieve,
             self.model,
@@ -204,10 +206,12 @@ class Engine:
 
         judged = self.judge(found.query, found.hits)
         members = relevance.kept(found.hits, judged, self.relevance_threshold())
+        fixes = self.corrections.for_claim(claim)
+        members = corrected.apply(members, found.hits, judged, fixes)
         related = () if members else tuple(relevance.near_misses(found.hits, judged))
         t = step("relevance+stance", 0.8, t)
 
-        clusters = self.clusters(found.query, members)[:max_clusters]
+        clusters = self.clusters(found.query, members, fixes.same)[:max_clusters]
         t = step("equivalence", 0.9, t)
 
         clusters = self.evidence_stage(clusters)
