@@ -115,6 +115,13 @@ def run_eval(args: argparse.Namespace) -> int:
             f"{x['macro_f1']:.1f}, AUROC {x['auroc']:.1f}; accuracy of the most confident: "
             f"{kept}; {unclear}."
         )
+    if result.get("why"):
+        w = result["why"]
+        Console().print(
+            f"Cited reasons ({w['clusters']} gold clusters with evidence): the cited sentence "
+            f"lies in a gold paragraph {w['cited_in_gold']:.1f}% of the time; the first sentence "
+            f"of the top paragraph {w['first_sentence_of_top_paragraph']:.1f}%."
+        )
     if result.get("T2_contrast"):
         x = result["T2_contrast"]
         Console().print(

@@ -79,8 +79,10 @@ def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
         f"{i}. **{plain(c.representative.text)}** — {c.side_label}, strength {c.strength:.2f}, "
         f"relevance {c.representative.relevance:.2f}"
     ]
+    if c.why:
+        lines.append(f"   - why: “{plain(c.why.sentence)}” (evidence `{c.why.evidence}`)")
     for m in c.members[1:]:
-        lines.append(f"   - also: {plain(m.text)}")
+        lines.append(f"   - also: {plain(m.text)}" + (" (corrected)" if m.corrected else ""))
     for e in c.evidence:
         snippet = plain(e.text if len(e.text) <= 300 else e.text[:297] + "...")
         lines.append(f"   - evidence `{e.id}` ({e.verdict}, {e.score:.2f}): {snippet}")
@@ -172,9 +174,16 @@ def print_result(res: SearchResult) -> None:
                 extra.append(f"{len(c.members)} phrasings")
             if c.evidence:
                 extra.append(f"{c.supported_by}/{len(c.evidence)} evidence")
+            if any(m.corrected for m in c.members):
+                extra.append("corrected by a reader")
+            why = (
+                f"\n[italic]“{literal(c.why.sentence)}”[/] [dim](evidence {literal(c.why.evidence)})[/]"
+                if c.why
+                else ""
+            )
             t.add_row(
                 f"[{colour}]{bar(c.strength)}[/] {literal(c.representative.text)}\n"
-                f"[dim]{' · '.join(extra)}[/]"
+                f"[dim]{' · '.join(extra)}[/]{why}"
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))

@@ -55,6 +55,19 @@ class Member(FrozenMetadata):
         }
 
 
+@dataclass(frozen=True)
+class Why:
+    """The one evidence sentence that best backs a cluster's perspective: its cited reason.
+    `span` is [start, end) of `sentence` inside that evidence item's text."""
+
+    evidence: str
+    sentence: str
+    span: tuple[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"evidence": self.evidence, "sentence": self.sentence, "span": list(self.span)}
+
+
 # A side held with P < LEAN is shown as "leans ...". The stance head is calibrated (Platt, on the
 # held-out train claims), so .65 means about two in three such calls are right.
 LEAN = 0.65
@@ -71,6 +84,7 @@ class PerspectiveCluster:
     score: float  # ordering score: relevance x stance strength x substantiation
     evidence: tuple[EvidenceItem, ...] = ()
     leans: str | None = None  # an unclear cluster: the side it leans to, weakly
+    why: Why | None = None  # the evidence sentence that best backs it (pipeline.why)
 
     @property
     def supported_by(self) -> int:
@@ -94,6 +108,7 @@ class PerspectiveCluster:
             "leans": self.leans,
             "score": round(self.score, 4),
             "evidence": [e.to_json() for e in self.evidence],
+            "why": self.why.to_json() if self.why else None,
         }
 
 

@@ -82,6 +82,7 @@ def evaluate_perspectrum(
         {
             "ir_baseline": {"T1": ir, "k": ir_k, "k_tuned_on": "held-out train claims"},
             "T2_detail": pe.stance_detail(pred.t2, decisions.stance) if pred.t2 else None,
+            "why": pe.citation_rates(pred.cites),
             "T2_sides": (
                 pe.side_coverage(pred.t2, decisions.stance_side, decisions.stance_unclear)
                 if pred.t2

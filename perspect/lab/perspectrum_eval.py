@@ -18,6 +18,7 @@ from perspect.core.decisions import UNCLEAR_TARGET, Decisions
 from perspect.core.links import Link
 from perspect.core.metrics import PRF, binary_prf, claim_pr, macro
 from perspect.core.perspectrum import Claim
+from perspect.core.result import Member, PerspectiveCluster
 from perspect.core.stack import Stack
 from perspect.core.stack import fit as fit_stack
 from perspect.pipeline.clusters import complete_link, equivalence_features
@@ -37,6 +38,36 @@ class Predictions:
     t4: list[tuple[list[int], list[Link]]] = field(default_factory=list)
     # per claim: (first t3 row, number of perspectives, the (a, b) index pair of each row)
     t3_claims: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
+    # per cluster with resolvable evidence: (gold ids, the paragraph of its cited sentence, the
+    # top paragraph shown): how often the cited reason lies in a gold paragraph (pipeline.why)
+    cites: list[tuple[list[int], str | None, str | None]] = field(default_factory=list)
+
+
+def _cited(engine, group: list[str], perspectives: dict[int, str]):
+    """(paragraph of the cited sentence, top paragraph) of a gold cluster, as a search shows
+    them: its evidence, then pipeline.why over it."""
+    items = engine.evidence([group])[0]
+    if not items:
+        return None, None
+    rep = Member(group[0], perspectives[int(group[0])], 1.0, 0.5)
+    cluster = PerspectiveCluster(rep, (rep,), "support", 1.0, 1.0, tuple(items))
+    reason = engine.evidence_stage.with_reasons([cluster])[0].why
+    return (reason.evidence if reason else None), items[0].id
+
+
+def citation_rates(cites) -> dict[str, Any] | None:
+    """How often the cited sentence lies in a gold evidence paragraph of the perspective, beside
+    the same rate for the first sentence of the top paragraph (which lies in that paragraph)."""
+    rows = [(set(map(str, g)), c, top) for g, c, top in cites if top is not None]
+    if not rows:
+        return None
+    return {
+        "clusters": len(rows),
+        "cited_in_gold": round(100 * sum(c in g for g, c, _ in rows) / len(rows), 2),
+        "first_sentence_of_top_paragraph": round(
+            100 * sum(top in g for g, _, top in rows) / len(rows), 2
+        ),
+    }
 
 
 def stance_rows(model, claims: Sequence[Claim], perspectives: dict[int, str]):
@@ -140,8 +171,10 @@ def predict(
                 gold_e = sorted(int(e) for e in evidence.existing([str(e) for e in cl.evidence]))
                 if not gold_e:
                     continue  # unresolvable evidence is unknown, never negative
-                links = engine.group_links([[str(p) for p in cl.pids if p in perspectives]])[0][0]
+                group = [str(p) for p in cl.pids if p in perspectives]
+                links = engine.group_links([group])[0][0]
                 pred.t4.append((gold_e, links))
+                pred.cites.append((gold_e, *_cited(engine, group, perspectives)))
         if progress:
             progress(1)
     return pred

@@ -16,6 +16,7 @@ from perspect.core.decisions import Decisions
 from perspect.core.links import RRF_K, Link
 from perspect.core.result import EvidenceItem, PerspectiveCluster
 from perspect.core.stack import Stack
+from perspect.pipeline import why
 from perspect.retriever.searcher import Searcher
 
 UNBACKED_PENALTY = 0.85  # substantiated perspectives rank higher
@@ -37,7 +38,17 @@ class Evidence:
             backed = any(e.verdict == "supports" for e in ev)
             score = c.score * (1.0 if backed else UNBACKED_PENALTY)
             out.append(replace(c, score=score, evidence=ev))
+        out = self.with_reasons(out)
         return sorted(out, key=lambda c: -c.score)
+
+    def with_reasons(self, clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
+        """Each cluster with evidence gets its cited sentence (pipeline.why)."""
+        persp = self.searcher.vector_backend("perspectives")
+        ev = self.searcher.vector_backend("evidence")
+        vecs = persp.vectors if persp is not None and ev is not None else None
+        embed = why.batched(ev.embed_queries) if vecs is not None else None
+        reasons = why.cite(clusters, vecs, embed)
+        return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
 
     def for_groups(self, groups: Sequence[Sequence[str]]) -> list[list[EvidenceItem]]:
         """Evidence for each group of equivalent perspective ids (representative first): the
