@@ -62,9 +62,11 @@ def test_the_shipped_recipe_orders_its_steps():
         "colbert",
         "calibrate",
         "unclear",
+        "verdict",
         "comparator",
     ]
-    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-2:] == [
+    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-3:] == [
         "calibrate",
         "unclear",
+        "verdict",
     ]

@@ -115,6 +115,14 @@ def run_eval(args: argparse.Namespace) -> int:
             f"{x['macro_f1']:.1f}, AUROC {x['auroc']:.1f}; accuracy of the most confident: "
             f"{kept}; {unclear}."
         )
+    if result.get("verdicts"):
+        v = result["verdicts"]
+        Console().print(
+            f"Evidence verdicts ({v['paragraphs']} paragraphs shown): right {v['accuracy']:.1f}% "
+            f"(always the majority class {v['majority_class']:.1f}%, the backing rule alone "
+            f"{v['backing_rule_accuracy']:.1f}%); 'supports' said for {v['said_supports']:.1f}%, "
+            f"gold backing {v['gold_backing']:.1f}%."
+        )
     if result.get("why"):
         w = result["why"]
         Console().print(

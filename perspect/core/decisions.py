@@ -43,6 +43,9 @@ class Decisions:
       models tuned before it merge only perspectives on the same side);
     - evidence, evidence_delta, evidence_k: `backed_links`' rule (cut, closeness to the best
       link, at most k);
+    - evidence_verdict: a shown paragraph is labelled "supports" when its evidence score clears
+      this (fitted for accuracy against gold backing paragraphs; None: the backing rule's
+      choice, which on its own called nearly every top paragraph "supports");
     - stance_unclear: a cluster whose mean P(support) lies closer than this to `stance_side` is
       shown as "unclear" rather than on a side (None: every cluster gets a side). Fitted for a
       target accuracy of the sides shown (UNCLEAR_TARGET).
@@ -59,6 +62,7 @@ class Decisions:
     evidence_delta: float = 0.0
     evidence_k: int = 1
     stance_unclear: float | None = None
+    evidence_verdict: float | None = None
     stacks: Mapping[str, Stack] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
@@ -124,6 +128,8 @@ class Decisions:
             thr["equivalence_head"] = self.equivalence_head
         if self.stance_unclear is not None:
             thr["stance_unclear"] = self.stance_unclear
+        if self.evidence_verdict is not None:
+            thr["evidence_verdict"] = self.evidence_verdict
         return {
             "decisions_version": VERSION,
             "thresholds": thr,
@@ -168,5 +174,8 @@ class Decisions:
             evidence_delta=float(thr.get("evidence_delta", 0.0)),
             evidence_k=int(thr.get("evidence_k", 1)),
             stance_unclear=float(thr["stance_unclear"]) if "stance_unclear" in thr else None,
+            evidence_verdict=(
+                float(thr["evidence_verdict"]) if "evidence_verdict" in thr else None
+            ),
             stacks=stacks,
         )

@@ -83,6 +83,7 @@ def evaluate_perspectrum(
             "ir_baseline": {"T1": ir, "k": ir_k, "k_tuned_on": "held-out train claims"},
             "T2_detail": pe.stance_detail(pred.t2, decisions.stance) if pred.t2 else None,
             "why": pe.citation_rates(pred.cites),
+            "verdicts": pe.verdict_accuracy(pred.t4, decisions) if pred.t4 else None,
             "T2_sides": (
                 pe.side_coverage(pred.t2, decisions.stance_side, decisions.stance_unclear)
                 if pred.t2

@@ -251,6 +251,51 @@ def _t4(rows, cut: float, delta: float = 0.0, k: int = 1, stack: Stack | None = 
     return macro(out)
 
 
+def _shown_links(rows, stack: Stack | None, per_cluster: int = 3):
+    """(score, in gold) of each paragraph a search shows for a gold cluster (its top links)."""
+    out = []
+    for g, links in rows:
+        scores, order, _ = ranked_links(links, stack, (0.0, 0.0, 1))
+        gold = {str(x) for x in g}
+        out += [(float(scores[i]), links[i].evidence_id in gold) for i in order[:per_cluster]]
+    return out
+
+
+def fit_verdict(rows, stack: Stack | None) -> float:
+    """The evidence score above which a shown paragraph is called "supports": the cut with the
+    best accuracy against the gold backing paragraphs on these (held-out train) clusters."""
+    shown = _shown_links(rows, stack)
+    s = np.array([x for x, _ in shown])
+    y = np.array([g for _, g in shown], dtype=bool)
+    return float(max(GRID, key=lambda t: float(((s >= t) == y).mean()))) if len(s) else 0.5
+
+
+def verdict_accuracy(rows, d: Decisions) -> dict[str, Any] | None:
+    """How often the verdict a search shows ("supports" or "related") is right against gold
+    backing, beside always answering the majority class, over the paragraphs shown."""
+    stack = d.stack("evidence")
+    got, right_rule = [], []
+    for g, links in rows:
+        scores, order, backed = ranked_links(links, stack, d.evidence_rule)
+        gold = {str(x) for x in g}
+        for rank, i in enumerate(order[:3]):
+            says = rank in backed if d.evidence_verdict is None else scores[i] >= d.evidence_verdict
+            got.append((says, links[i].evidence_id in gold))
+            right_rule.append((rank in backed) == (links[i].evidence_id in gold))
+    if not got:
+        return None
+    y = np.array([g for _, g in got], dtype=bool)
+    says = np.array([x for x, _ in got], dtype=bool)
+    return {
+        "paragraphs": len(got),
+        "accuracy": round(100 * float((says == y).mean()), 2),
+        "majority_class": round(100 * float(max(y.mean(), 1 - y.mean())), 2),
+        "backing_rule_accuracy": round(100 * float(np.mean(right_rule)), 2),
+        "said_supports": round(100 * float(says.mean()), 2),
+        "gold_backing": round(100 * float(y.mean()), 2),
+    }
+
+
 def ir_t1(rows, k: int) -> PRF:
     """The paper's IR baseline for T1: the top-k retrieval candidates, no model."""
     return macro(claim_pr(c[:k], g) for g, c, _ in rows)

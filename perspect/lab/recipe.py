@@ -30,7 +30,7 @@ from perspect.lab import training
 @dataclass(frozen=True)
 class Step:
     name: str
-    task: str  # dense | all | continue | equivalence-ce | colbert | calibrate | unclear
+    task: str  # dense | all | continue | equivalence-ce | colbert | calibrate | unclear | verdict
     writes: str  # the bundle entry it (re)writes
     reads: tuple[str, ...] = ()  # entries whose content it depends on
     profile: str = "full"
@@ -58,6 +58,7 @@ def steps(
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()))
     out.append(Step("calibrate", "calibrate", "pair", reads=reads))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
+    out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
     if comparator:
         out.append(Step("comparator", "claimdiff", "comparator"))
     return tuple(out)
@@ -215,6 +216,8 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             training.train(data, folder, tasks, base, step.profile, reporter, log, init=folder)
         elif step.task == "unclear":
             training.refit_unclear(folder, data)
+        elif step.task == "verdict":
+            training.refit_verdict(folder, data, reporter=reporter)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
             eq = root / "equivalence"

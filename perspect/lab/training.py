@@ -166,6 +166,42 @@ def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     return model
 
 
+def refit_verdict(
+    model_dir: str | Path,
+    data_dir: str | Path,
+    index: str | None = None,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+) -> PairModel:
+    """Fit only the evidence verdict cut (Decisions.evidence_verdict) of a saved pair model on
+    the tune claims' gold clusters, over the links of `index` (else a scratch BM25 + dense
+    index of the pools): `make models` step "verdict"."""
+    from dataclasses import replace
+
+    reporter = reporter or NullReporter()
+    model = PairModel.load(model_dir)
+    claims = tune_claims_of(data_dir)[0]
+    with tempfile.TemporaryDirectory(prefix="perspect-verdict-") as tmp:
+        if index:
+            searcher = Searcher(index, home=home)
+        else:
+            with reporter.stage("indexing pools (bm25+dense)"):
+                searcher = pool_searcher(data_dir, tmp, retrievers=("bm25", "dense"))
+        engine = Engine(searcher, model)
+        with reporter.stage("linking the tune claims' evidence", total=len(claims)) as adv:
+            pred = pe.predict(
+                engine, claims, load_perspectives(data_dir), tasks=("evidence",), progress=adv
+            )
+        searcher.close()
+    decisions = Decisions.from_manifest(model.manifest)
+    cut = pe.fit_verdict(pred.t4, decisions.stack("evidence"))
+    model.manifest["thresholds"]["evidence_verdict"] = cut
+    fitted = replace(decisions, evidence_verdict=cut)
+    model.manifest.setdefault("tune_metrics", {})["verdicts"] = pe.verdict_accuracy(pred.t4, fitted)
+    model.save(model_dir)
+    return model
+
+
 def train(
     data_dir: str | Path,
     out: str | Path,
