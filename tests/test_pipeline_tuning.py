@@ -16,6 +16,7 @@ from perspect.core.links import Link
 from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
 from perspect.core.stack import Stack, fit
 from perspect.lab import perspectrum_eval as pe
+from perspect.lab import reader_view as rv
 from perspect.lab.pools import pool_searcher
 from perspect.lab.training import recalibrate
 from perspect.pipeline.engine import Engine
@@ -137,7 +138,7 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
 def test_stance_detail_exposes_the_all_support_baseline():
     # half supports; a model that ranks perfectly but sits below the threshold on one support
     t2 = [(True, 0.9), (True, 0.8), (True, 0.4), (False, 0.3), (False, 0.2), (False, 0.1)]
-    d = pe.stance_detail(t2, 0.5)
+    d = rv.stance_detail(t2, 0.5)
     assert d["support_share"] == 50.0 and d["auroc"] == 100.0
     assert d["all_support_f1"] == round(100 * 2 * 0.5 / 1.5, 2)
     assert d["accuracy"] == round(100 * 5 / 6, 2)

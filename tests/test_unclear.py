@@ -10,7 +10,7 @@ from perspect import Perspect
 from perspect.core.decisions import UNCLEAR, Decisions
 from perspect.core.render import to_markdown
 from perspect.core.result import Member, PerspectiveCluster
-from perspect.lab import perspectrum_eval as pe
+from perspect.lab import reader_view as rv
 from perspect.pipeline.order import ordered
 
 
@@ -32,8 +32,8 @@ def test_the_margin_is_fitted_for_the_target_accuracy_of_what_is_shown():
     # confident sides right, sides near the cut a coin toss
     y = np.where(np.abs(q - 0.5) > 0.3, q >= 0.5, rng.uniform(size=q.size) < 0.5)
     rows = list(zip(y.tolist(), q.tolist(), strict=True))
-    margin = pe.fit_unclear(rows, 0.5, 0.75)
-    got = pe.side_coverage(rows, 0.5, margin)
+    margin = rv.fit_unclear(rows, 0.5, 0.75)
+    got = rv.side_coverage(rows, 0.5, margin)
     assert 0.05 < margin < 0.2  # about .1: (.7 - u) / (1 - 2u) reaches .75
     assert got["shown_accuracy"] >= 75 > got["accuracy"]
     assert 5 <= got["unclear_share"] <= 50
@@ -42,7 +42,7 @@ def test_the_margin_is_fitted_for_the_target_accuracy_of_what_is_shown():
     assert kept["100"] == got["accuracy"]
     # a model that is right everywhere needs no margin
     sure = [(bool(p >= 0.5), float(p)) for p in q]
-    assert pe.fit_unclear(sure, 0.5, 0.75) == 0.0
+    assert rv.fit_unclear(sure, 0.5, 0.75) == 0.0
 
 
 def _c(stance: str, score: float) -> PerspectiveCluster:

@@ -8,7 +8,7 @@ import numpy as np
 
 from perspect.core.decisions import Decisions
 from perspect.core.links import Link
-from perspect.lab import perspectrum_eval as pe
+from perspect.lab import reader_view as rv
 
 
 def _rows(rng, n=300):
@@ -28,10 +28,10 @@ def test_a_fitted_verdict_beats_the_backing_rule_and_the_majority_class():
     tune, dev = _rows(rng), _rows(rng)
     # the shipped rule's shape: cut 0, close to the best, top three: nearly all "supports"
     rule = Decisions(evidence=0.0, evidence_delta=1.0, evidence_k=3)
-    before = pe.verdict_accuracy(dev, rule)
+    before = rv.verdict_accuracy(dev, rule)
     assert before["said_supports"] > 80 and before["accuracy"] < before["majority_class"]
-    cut = pe.fit_verdict(tune, None)
-    after = pe.verdict_accuracy(dev, replace(rule, evidence_verdict=cut))
+    cut = rv.fit_verdict(tune, None)
+    after = rv.verdict_accuracy(dev, replace(rule, evidence_verdict=cut))
     assert 0.45 < cut < 0.65
     assert after["accuracy"] > after["majority_class"] > before["accuracy"]
     assert after["backing_rule_accuracy"] == before["accuracy"]

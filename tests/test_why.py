@@ -67,7 +67,7 @@ def test_search_results_carry_their_reason(tiny_index, tiny_pair_model):
 
 
 def test_citation_rates_beside_the_top_paragraph_baseline():
-    from perspect.lab.perspectrum_eval import citation_rates
+    from perspect.lab.reader_view import citation_rates
 
     cites = [([1, 2], "2", "3"), ([4], "4", "4"), ([5], "6", "5"), ([7], None, None)]
     got = citation_rates(cites)

@@ -15,6 +15,7 @@ from perspect.core.perspectrum import load_claims, load_perspectives
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.reference_rows import load_reference
 from perspect.lab import perspectrum_eval as pe
+from perspect.lab import reader_view as rv
 from perspect.lab.contrast import stance_flips
 from perspect.lab.pools import pool_searcher
 from perspect.pipeline.engine import Engine, EngineConfig
@@ -81,11 +82,11 @@ def evaluate_perspectrum(
         scores,
         {
             "ir_baseline": {"T1": ir, "k": ir_k, "k_tuned_on": "held-out train claims"},
-            "T2_detail": pe.stance_detail(pred.t2, decisions.stance) if pred.t2 else None,
-            "why": pe.citation_rates(pred.cites),
-            "verdicts": pe.verdict_accuracy(pred.t4, decisions) if pred.t4 else None,
+            "T2_detail": rv.stance_detail(pred.t2, decisions.stance) if pred.t2 else None,
+            "why": rv.citation_rates(pred.cites),
+            "verdicts": rv.verdict_accuracy(pred.t4, decisions) if pred.t4 else None,
             "T2_sides": (
-                pe.side_coverage(pred.t2, decisions.stance_side, decisions.stance_unclear)
+                rv.side_coverage(pred.t2, decisions.stance_side, decisions.stance_unclear)
                 if pred.t2
                 else None
             ),

@@ -21,6 +21,7 @@ from perspect.core.perspectrum import load_claims, load_perspectives, tune_claim
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.stack import logit
 from perspect.lab import perspectrum_eval as pe
+from perspect.lab import reader_view as rv
 from perspect.lab.pools import pool_searcher
 from perspect.lab.train import colbert as colbert_train
 from perspect.lab.train import dense as dense_train
@@ -158,10 +159,10 @@ def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     model = PairModel.load(model_dir)
     side = Decisions.from_manifest(model.manifest).stance_side
     claims = tune_claims_of(data_dir)[0]
-    rows = pe.stance_rows(model, claims, load_perspectives(data_dir))
-    margin = pe.fit_unclear(rows, side, UNCLEAR_TARGET)
+    rows = rv.stance_rows(model, claims, load_perspectives(data_dir))
+    margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)
     model.manifest["thresholds"]["stance_unclear"] = margin
-    model.manifest.setdefault("tune_metrics", {})["sides"] = pe.side_coverage(rows, side, margin)
+    model.manifest.setdefault("tune_metrics", {})["sides"] = rv.side_coverage(rows, side, margin)
     model.save(model_dir)
     return model
 
@@ -194,10 +195,10 @@ def refit_verdict(
             )
         searcher.close()
     decisions = Decisions.from_manifest(model.manifest)
-    cut = pe.fit_verdict(pred.t4, decisions.stack("evidence"))
+    cut = rv.fit_verdict(pred.t4, decisions.stack("evidence"))
     model.manifest["thresholds"]["evidence_verdict"] = cut
     fitted = replace(decisions, evidence_verdict=cut)
-    model.manifest.setdefault("tune_metrics", {})["verdicts"] = pe.verdict_accuracy(pred.t4, fitted)
+    model.manifest.setdefault("tune_metrics", {})["verdicts"] = rv.verdict_accuracy(pred.t4, fitted)
     model.save(model_dir)
     return model
 
