@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -616,6 +616,23 @@ def _profile(name: str, train_layers: int | str | None, max_minutes: float | Non
 
 
 # -- the model bundle ----------------------------------------------------------------------------
+def _corrected(index: str, home: str | Path | None):
+    """An index's corrections as training rows: the claim as typed, the perspectives' texts."""
+    from perspect.lab.train.pair_data import Corrected
+
+    with Perspect.open(index, home=home) as p, p._searcher.pinned():
+        got = p.corrections()
+        store = p._searcher.store("perspectives")
+        texts = store.get_many(sorted({x for c in got for x in (c.a, c.b)}))
+    out = []
+    for c in got:
+        if c.a not in texts or (c.kind == "same" and c.b not in texts):
+            continue  # deleted from the index since
+        b = texts[c.b].text if c.kind == "same" else c.b
+        out.append(Corrected(c.text or c.claim, c.kind, texts[c.a].text, b))
+    return out
+
+
 def models_dir(folder: str | Path | None = None) -> Path:
     return Path(folder) if folder else paths.models_dir()
 
@@ -702,12 +719,18 @@ def make_models(
     dry_run: bool = False,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
+    corrections: str | None = None,
+    home: str | Path | None = None,
 ) -> list[recipe.Outcome]:
-    """`make models`: every bundle step whose inputs changed (or that never ran), in order."""
+    """`make models`: every bundle step whose inputs changed (or that never ran), in order.
+    `corrections`: an index whose readers' corrections the pair model trains on too."""
     from perspect.lab import recipe
 
     steps = recipe.steps(stance_rounds, colbert, comparator)
     other = recipe.OtherData(Path(claimdiff)) if claimdiff else recipe.OtherData()
+    if corrections:
+        other = replace(other, corrections=tuple(_corrected(corrections, home)))
+        log(f"training on {len(other.corrections)} corrections of index {corrections!r}")
     return recipe.make(
         data,
         models_dir(folder),

@@ -164,12 +164,78 @@ def test_kill_9_mid_write_loses_at_most_that_correction(tmp_path):
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         got = s.all()
-        assert got[:2] == [
-            Correction(CLAIM.lower(), "side", "p1", "oppose", got[0].made_at),
-            Correction(CLAIM.lower(), "same", "p3", "p5", got[1].made_at),
+        assert [(c.claim, c.kind, c.a, c.b, c.text) for c in got[:2]] == [
+            (CLAIM.lower(), "side", "p1", "oppose", CLAIM),
+            (CLAIM.lower(), "same", "p3", "p5", CLAIM),
         ]
         numbers = [int(c.claim.split()[-1]) for c in got[2:]]
         assert numbers == sorted(numbers) and len(got) > 2
         con = sqlite3.connect(tmp_path / "corrections.sqlite")
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         con.close()
+
+
+def test_corrections_become_training_pairs():
+    from perspect.lab.train.pair_data import Corrected, correction_examples
+
+    rows = [
+        Corrected("Zoos should be closed", "side", "Zoos save species.", "oppose"),
+        Corrected("Zoos should be closed", "side", "Pandas are cute.", "off-topic"),
+        Corrected("Zoos should be closed", "same", "Zoos are cruel.", "Zoos are prisons."),
+    ]
+    got = correction_examples(rows, ("relevance", "stance", "equivalence"))
+    assert [(e.label, e.b) for e in got["stance"]] == [(0.0, "Zoos save species.")]
+    assert sorted((e.b, e.label) for e in got["relevance"]) == [
+        ("Pandas are cute.", 0.0),
+        ("Zoos save species.", 1.0),
+    ]
+    assert len(got["equivalence"]) == 2 and {e.label for e in got["equivalence"]} == {1.0}
+    assert correction_examples(rows, ("stance",)).keys() == {"stance"}
+
+
+def test_make_models_keys_the_pair_steps_on_the_corrections(tiny_perspectrum, tmp_path):
+    from perspect.lab import recipe
+    from perspect.lab.train.pair_data import Corrected
+
+    steps = [
+        recipe.Step("pair", "all", "pair", profile="quick"),
+        recipe.Step("equivalence", "equivalence-ce", "equivalence"),
+    ]
+    plain = recipe.make(tiny_perspectrum, tmp_path, steps, dry_run=True, log=lambda m: None)
+    fix = recipe.OtherData(corrections=(Corrected("c", "side", "a text", "support"),))
+    with_fix = recipe.make(
+        tiny_perspectrum, tmp_path, steps, dry_run=True, log=lambda m: None, other=fix
+    )
+    assert with_fix[0].key != plain[0].key  # the pair model trains on them: a new key
+    assert with_fix[1].key == plain[1].key  # the other steps do not read them
+
+
+def test_an_index_corrections_are_read_as_texts(index):
+    from perspect.api import _corrected
+
+    with Perspect.open("tiny", home=index) as p:
+        p.correct(CLAIM + "!", "1", "oppose")
+        p.correct(CLAIM, same=("1", "2"))
+    rows = _corrected("tiny", index)
+    assert rows[0].claim == CLAIM + "!" and rows[0].b == "oppose"
+    assert rows[0].a.startswith("Animals feel pain")
+    assert rows[1].kind == "same" and rows[1].b.startswith("Zoos keep")
+
+
+@pytest.mark.slow
+def test_the_trained_pair_model_records_the_corrections_it_used(
+    tiny_perspectrum, tiny_base, tmp_path
+):
+    from perspect.lab import recipe
+    from perspect.lab.train.pair_data import Corrected
+
+    step = recipe.Step("pair", "all", "pair", profile="quick")
+    fix = recipe.OtherData(
+        corrections=(
+            Corrected("Zoos should be closed", "side", "Zoos save species.", "oppose"),
+            Corrected("Zoos should be closed", "same", "Zoos are cruel.", "Zoos are prisons."),
+        )
+    )
+    recipe.make(tiny_perspectrum, tmp_path, [step], base=tiny_base, other=fix, log=lambda m: None)
+    manifest = json.loads((tmp_path / "pair" / "manifest.json").read_text())
+    assert manifest["corrections_used"] == {"relevance": 1, "stance": 1, "equivalence": 2}

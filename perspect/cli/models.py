@@ -7,6 +7,7 @@ import json
 
 from perspect.cli.common import (
     DEFAULT_DATA,
+    add_home,
     console,
 )
 from perspect.core.errors import PerspectError
@@ -31,6 +32,8 @@ def cmd_models(args: argparse.Namespace) -> int:
                 comparator=not args.no_comparator,
                 claimdiff=args.claimdiff,
                 dry_run=args.dry_run,
+                corrections=args.corrections,
+                home=args.home,
                 reporter=rep,
                 log=lambda msg: console(stderr=True).print(literal(msg)),
             )
@@ -106,6 +109,12 @@ def register(sub) -> None:
     )
     mo.add_argument("--claimdiff", help="make: ClaimDiff folder (default: data/claimdiff)")
     mo.add_argument("--dry-run", action="store_true", help="make: say what would run")
+    mo.add_argument(
+        "--corrections",
+        metavar="INDEX",
+        help="make: the pair model also trains on this index's readers' corrections",
+    )
+    add_home(mo)
     mo.add_argument("-q", "--quiet", action="store_true")
     mo.add_argument("--json", action="store_true")
     mo.set_defaults(func=cmd_models)

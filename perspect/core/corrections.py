@@ -34,6 +34,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS corrections (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     claim TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT '',
     kind TEXT NOT NULL CHECK (kind IN ('side', 'same')),
     a TEXT NOT NULL,
     b TEXT NOT NULL,
@@ -59,6 +60,7 @@ class Correction:
     a: str
     b: str
     made_at: str = ""
+    text: str = ""  # the claim as the reader typed it (training reads it; `claim` is the key)
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == "side":
@@ -114,9 +116,16 @@ class Corrections:
                         (key, a, b),
                     )
                 cur = con.execute(
-                    "INSERT OR IGNORE INTO corrections (claim, kind, a, b, made_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (key, c.kind, a, b, time.strftime("%Y-%m-%dT%H:%M:%S")),
+                    "INSERT OR IGNORE INTO corrections (claim, text, kind, a, b, made_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        validate_claim(c.claim),
+                        c.kind,
+                        a,
+                        b,
+                        time.strftime("%Y-%m-%dT%H:%M:%S"),
+                    ),
                 )
                 return cur.rowcount == 1
         finally:
@@ -145,7 +154,7 @@ class Corrections:
             return []
         try:
             rows = con.execute(
-                "SELECT claim, kind, a, b, made_at FROM corrections ORDER BY id"
+                "SELECT claim, kind, a, b, made_at, text FROM corrections ORDER BY id"
             ).fetchall()
         except sqlite3.DatabaseError as e:
             raise PerspectError(f"the corrections in {self.path} are unreadable ({e})") from None

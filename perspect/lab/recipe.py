@@ -64,11 +64,23 @@ def steps(
     return tuple(out)
 
 
+PAIR_TRAINING = ("all", "continue")  # the steps that train the pair model's heads
+
+
 @dataclass(frozen=True)
 class OtherData:
     """Where the steps that do not train on PERSPECTRUM find their data."""
 
     claimdiff: Path = Path("data") / "claimdiff"
+    # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
+    # to their stance, relevance and equivalence pairs
+    corrections: tuple = ()
+
+    def corrections_sha(self) -> str | None:
+        if not self.corrections:
+            return None
+        doc = json.dumps([asdict(c) for c in self.corrections], sort_keys=True)
+        return hashlib.sha256(doc.encode()).hexdigest()
 
     def fingerprints(self) -> list[dict] | None:
         """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
@@ -87,9 +99,17 @@ class Outcome:
 
 
 def inputs_key(
-    step: Step, data: Path, root: Path, before: str, base: str | None, data_sha=None
+    step: Step,
+    data: Path,
+    root: Path,
+    before: str,
+    base: str | None,
+    data_sha=None,
+    corrections: str | None = None,
 ) -> str:
-    """`data_sha`: `data_fingerprints(data)` when the caller has it (it hashes every file)."""
+    """`data_sha`: `data_fingerprints(data)` when the caller has it (it hashes every file);
+    `corrections`: the checksum of the readers' corrections a pair step trains on (None: no
+    corrections, and the key is what it was before they existed)."""
 
     def entry_sha(name: str) -> str | None:
         f = root / name / bundle.MANIFEST
@@ -105,6 +125,8 @@ def inputs_key(
         "reads": {name: entry_sha(name) for name in step.reads},
         "before": before,
     }
+    if corrections is not None:
+        doc["corrections"] = corrections
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -148,7 +170,8 @@ def make(
                 )
                 out.append(Outcome(step.name, False, ""))
                 continue
-        key = inputs_key(step, data, root, before.get(step.writes, ""), base, sha)
+        fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
+        key = inputs_key(step, data, root, before.get(step.writes, ""), base, sha, fixes)
         before[step.writes] = key
         folder = root / step.writes
         if any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder)):
@@ -206,14 +229,30 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
     with paths.models_dir_set_to(root):
         if step.task == "all":
             training.train(
-                data, folder, base=base, profile=step.profile, reporter=reporter, log=log
+                data,
+                folder,
+                base=base,
+                profile=step.profile,
+                reporter=reporter,
+                log=log,
+                corrections=other.corrections,
             )
         elif step.task == "continue":
             from perspect.lab.train.pair import PROFILES
             from perspect.reranker.model import TASKS
 
             tasks = tuple(t for t in TASKS if t in PROFILES[step.profile].caps)
-            training.train(data, folder, tasks, base, step.profile, reporter, log, init=folder)
+            training.train(
+                data,
+                folder,
+                tasks,
+                base,
+                step.profile,
+                reporter,
+                log,
+                init=folder,
+                corrections=other.corrections,
+            )
         elif step.task == "unclear":
             training.refit_unclear(folder, data)
         elif step.task == "verdict":

@@ -212,9 +212,11 @@ def train(
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
     init: str | Path | None = None,
+    corrections: Sequence = (),
 ) -> PairModel:
     """Train `tasks` from `base` (or go on from the saved model at `init`), fit calibration and
-    the pipeline's decisions on the tune claims, measure dev when the profile says so, save."""
+    the pipeline's decisions on the tune claims, measure dev when the profile says so, save.
+    `corrections`: readers' corrections as extra pairs (pair_data.Corrected)."""
     prof = resolve_profile(profile)
     reporter = reporter or NullReporter()
     data_dir = Path(data_dir)
@@ -230,7 +232,7 @@ def train(
             searcher = pool_searcher(
                 data_dir, tmp, retrievers=prof.retrievers, links="dense" in prof.retrievers
             )
-        model = fit_heads(data_dir, searcher, tasks, base, prof, reporter, log, init)
+        model = fit_heads(data_dir, searcher, tasks, base, prof, reporter, log, init, corrections)
 
         def run(claims, label: str):
             """The evaluation pipeline over `claims`, as `perspect eval` runs it."""

@@ -28,7 +28,7 @@ from perspect.core.perspectrum import (
     tune_claims_of,
 )
 from perspect.core.progress import NullReporter, Reporter
-from perspect.lab.train.pair_data import Example, build_examples
+from perspect.lab.train.pair_data import Corrected, Example, build_examples, correction_examples
 from perspect.reranker.model import TASKS, PairModel
 from perspect.reranker.pair_net import freeze_lower
 
@@ -191,9 +191,11 @@ def fit_heads(
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
     init: str | Path | None = None,
+    corrections: Sequence[Corrected] = (),
 ) -> PairModel:
     """Train `tasks` from `base`, or go on training the saved model at `init` (its other heads are
-    kept as they are), on pairs mined with `searcher` (an index of the pools: hard negatives).
+    kept as they are), on pairs mined with `searcher` (an index of the pools: hard negatives),
+    plus the pairs readers' `corrections` make (pair_data.correction_examples).
     Calibration and the pipeline's decisions are fitted above this floor (perspect.lab.training)."""
     prof = resolve_profile(profile)
     reporter = reporter or NullReporter()
@@ -220,6 +222,9 @@ def fit_heads(
             tasks,
             contrast_stance=prof.contrast_stance,
         )
+        fixed = correction_examples(corrections, tasks)
+        for t, ex in fixed.items():
+            examples[t] += ex
     counts = {t: len(v) for t, v in examples.items()}
     batches: list[list[Example]] = []
     for t, ex in examples.items():
@@ -246,6 +251,7 @@ def fit_heads(
             "data": data_fingerprints(data_dir),
             "claims": {"fit": len(fit_claims), "tune": len(tune_claims)},
             "pairs_available": counts,
+            "corrections_used": {t: len(v) for t, v in fixed.items() if v},
             "training": stats,
             "retrieval_k": {"perspectives": prof.k_persp},
         }

@@ -25,6 +25,41 @@ class Example:
     label: float
 
 
+@dataclass(frozen=True)
+class Corrected:
+    """A reader's correction as training data: on `claim`, perspective text `a` is on side `b`
+    (support, oppose, off-topic), or (kind "same") texts `a` and `b` make one point."""
+
+    claim: str
+    kind: str
+    a: str
+    b: str
+
+
+def correction_examples(
+    rows: Sequence[Corrected], tasks: Sequence[str]
+) -> dict[str, list[Example]]:
+    """Pairs from readers' corrections: a side is a stance pair and a relevant one, off-topic an
+    irrelevant one, a "same" pair an equivalence positive (both orders)."""
+    out: dict[str, list[Example]] = {t: [] for t in tasks}
+
+    def add(task: str, claim: str, x: str, y: str | None, label: float) -> None:
+        if task in out:
+            a, b = pair_for(task, claim, x, y)
+            out[task].append(Example(task, a, b, label))
+
+    for r in rows:
+        if r.kind == "same":
+            add("equivalence", r.claim, r.a, r.b, 1.0)
+            add("equivalence", r.claim, r.b, r.a, 1.0)
+        elif r.b == "off-topic":
+            add("relevance", r.claim, r.a, None, 0.0)
+        else:
+            add("relevance", r.claim, r.a, None, 1.0)
+            add("stance", r.claim, r.a, None, 1.0 if r.b == "support" else 0.0)
+    return out
+
+
 def build_examples(
     claims: Sequence[Claim],
     perspectives: dict[int, str],
