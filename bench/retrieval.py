@@ -69,7 +69,7 @@ def main() -> int:
         s = Searcher(args.index, home=args.home)
         print(f"# Retrieval on PERSPECTRUM dev ({len(dev)} claims), index {args.index}\n")
         for pool in s.pools:
-            for kind in s.retrievers:
+            for kind in s.config.for_pool(pool):
                 print(f"- {pool}/{kind}: {du(s.version / pool / kind) / 2**20:.1f} MiB on disk")
     else:
         home = Path(tempfile.mkdtemp(prefix="perspect-retrieval-"))
@@ -99,7 +99,6 @@ def main() -> int:
             if gold and cl.pids[0] in P:
                 evid_cp.append((f"{c.text} {P[cl.pids[0]]}", [[e] for e in gold]))
                 evid_p.append((P[cl.pids[0]], [[e] for e in gold]))
-    retrievers = (*s.retrievers, "hybrid")
     success: dict[str, dict[int, float]] = {}
     print("\n## Recall@k and latency (warm, one query at a time)\n")
     print("| pool | retriever | " + " | ".join(f"R@{k}" for k in KS) + " | p50 ms | p95 ms |")
@@ -111,7 +110,7 @@ def main() -> int:
     ):
         if pool not in s.pools or not queries:
             continue
-        for r in retrievers:
+        for r in (*s.config.for_pool(pool), "hybrid"):
             s.search(queries[0][0], pool, 5, retriever=r)  # warm: model load, kernels, caches
             recalls = {k: [] for k in KS}
             hit_any = {k: [] for k in KS}

@@ -215,7 +215,10 @@ class Indexer:
                 backends = cfg.setdefault("backends", {})
                 backends[retriever] = {**backends.get(retriever, {}), **(options or {})}
                 cls = backend_class(retriever, backends[retriever])
+                pools = IndexConfig.from_json(cfg).for_pool
                 for pool in manifest["pools"]:
+                    if retriever not in pools(pool):
+                        continue
                     store = ItemStore(version / pool, readonly=True)
                     self._rebuild_backend(cls, version / pool / retriever, store, manifest)
                     manifest["pools"][pool] = self._pool_entry(store, manifest)
@@ -246,7 +249,7 @@ class Indexer:
         self.dir.publish(version)
         cfg = IndexConfig.from_json(manifest["config"])
         for pool in manifest["pools"]:
-            for kind in cfg.retrievers:
+            for kind in cfg.for_pool(pool):
                 opts = cfg.backends.get(kind, {})
                 if (version / pool / kind).is_dir():
                     try:
@@ -271,7 +274,7 @@ class Indexer:
             try:
                 n = store.count()
                 probe = next(iter(store), None)
-                for kind in cfg.retrievers:
+                for kind in cfg.for_pool(pool):
                     opts = cfg.backends.get(kind, {})
                     if opts.get("engine", "embedded") != "embedded":
                         continue
@@ -328,7 +331,7 @@ class Indexer:
     ) -> list[Backend]:
         cfg = IndexConfig.from_json(manifest["config"])
         out = []
-        for kind in cfg.retrievers:
+        for kind in cfg.for_pool(pool_dir.name):
             opts = cfg.backends.get(kind, {})
             cls = backend_class(kind, opts)
             folder = pool_dir / kind
@@ -484,7 +487,8 @@ class Indexer:
         )
 
     def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:
-        return {"count": store.count(), "retrievers": list(manifest["config"]["retrievers"])}
+        cfg = IndexConfig.from_json(manifest["config"])
+        return {"count": store.count(), "retrievers": list(cfg.for_pool(store.path.parent.name))}
 
     @staticmethod
     def _counts(manifest: dict[str, Any]) -> dict[str, int]:

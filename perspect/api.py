@@ -30,7 +30,7 @@ from perspect.core.layout import IndexDir, list_indexes
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
 from perspect.core.service import ServiceStatus
-from perspect.core.types import HitList, validate_claim
+from perspect.core.types import POOLS, HitList, validate_claim
 from perspect.indexer.indexer import Indexer, Source, WriteReport
 from perspect.lab.evaluate import evaluate_perspectrum
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
@@ -271,6 +271,12 @@ __all__ = [
 
 
 # -- indexes -----------------------------------------------------------------------------------
+# The pools ColBERT indexes by default: those the search pipeline retrieves from. Evidence is
+# reached through links precomputed from BM25 + dense (indexer.links), never through ColBERT, and
+# its PLAID index was a third of `make demo`'s build (encoding 124 s + k-means 72 s, here).
+COLBERT_POOLS = ("perspectives", "news")
+
+
 def index_config(
     retrievers: Sequence[str] | None = None,
     dense_model: str | None = None,
@@ -279,10 +285,12 @@ def index_config(
     engine: str = "embedded",
     es_url: str | None = None,
     note: Callable[[str], None] = lambda msg: None,
+    colbert_pools: Sequence[str] | None = None,
 ) -> IndexConfig:
     """Retrievers and their settings for a build: as given, from a colbert-ai plan.json, or the
     defaults (BM25 + dense, + ColBERT where its model exists). Model paths are resolved, since
-    the index records them and keeps using them. `note` hears what was chosen for the user."""
+    the index records them and keeps using them. `note` hears what was chosen for the user.
+    `colbert_pools`: the pools ColBERT indexes (default COLBERT_POOLS; every pool: POOLS)."""
     if retrievers:
         chosen = tuple(retrievers)
     else:
@@ -312,6 +320,14 @@ def index_config(
                 options["model"] = _plan_model(checkpoint, note)
         if colbert_model:
             options["model"] = _local_colbert(colbert_model) or colbert_model
+        pools = tuple(colbert_pools) if colbert_pools else COLBERT_POOLS
+        unknown = sorted(set(pools) - set(POOLS))
+        if unknown:
+            raise PerspectError(f"unknown pool {unknown[0]!r}", hint=f"of: {', '.join(POOLS)}")
+        if "perspectives" not in pools:
+            raise PerspectError("ColBERT must index the perspectives (the search reads them)")
+        if set(pools) != set(POOLS):
+            options["pools"] = [p for p in POOLS if p in pools]
         backends["colbert"] = options
     if "dense" in chosen:
         backends["dense"] = {"model": _resolved(dense_model or dense.default_model())}

@@ -182,12 +182,18 @@ class Searcher:
         per pool: the engine asks at every stage of every search."""
         v = self._v
         if pool not in v.vector_backends:
-            found = (self.backend(pool, k) for k in self.retrievers)
+            found = (self.backend(pool, k) for k in self.config.for_pool(pool))
             v.vector_backends[pool] = next((b for b in found if isinstance(b, VectorBackend)), None)
         return v.vector_backends[pool]
 
     def backend(self, pool: str, kind: str) -> Backend:
         self._check_pool(pool)
+        if kind in self.retrievers and kind not in self.config.for_pool(pool):
+            raise PerspectError(
+                f"index {self.name!r} has no {kind} retriever over its {pool}",
+                hint=f"available there: {', '.join(self.config.for_pool(pool))}; add it: "
+                f"perspect index rebuild --name {self.name} --retriever {kind}",
+            )
         if kind not in self.retrievers:
             if kind == HYBRID:
                 raise PerspectError(
@@ -247,7 +253,7 @@ class Searcher:
             for pool in pools:
                 if pool not in self.pools:
                     continue
-                for kind in self.retrievers:
+                for kind in self.config.for_pool(pool):
                     try:
                         self._local.view = view
                         self.backend(pool, kind).warm()
@@ -261,7 +267,8 @@ class Searcher:
     def runs(self, query: str, pool: str, depth: int) -> tuple[list[list[tuple[str, float]]], Any]:
         """Each backend's top `depth` for `query`, run concurrently, and the query's dense vector
         (None without a dense retriever), which the engine reuses for its cosine features."""
-        backends = {kind: self.backend(pool, kind) for kind in self.retrievers}
+        kinds = self.config.for_pool(pool)
+        backends = {kind: self.backend(pool, kind) for kind in kinds}
         vector: list[Any] = [None]  # the calls run on other threads: they get backends, not pins
 
         def dense() -> list[tuple[str, float]]:
@@ -274,7 +281,7 @@ class Searcher:
         }
         order = [b.kind for b in _slowest_first(list(backends.values()))]
         got = dict(zip(order, concurrently([calls[k] for k in order]), strict=True))
-        return [got[k] for k in self.retrievers], vector[0]
+        return [got[k] for k in kinds], vector[0]
 
     def hits(
         self, query: str, pool: str, kind: str, scored: list[tuple[str, float]], t0: float

@@ -63,7 +63,14 @@ def _index_config(args: argparse.Namespace):
         engine=args.backend,
         es_url=args.es_url,
         note=lambda msg: console(stderr=True).print(f"[yellow]note:[/] {literal(msg)}"),
+        colbert_pools=_pools(args.colbert_pools),
     )
+
+
+def _pools(value: str | None) -> tuple[str, ...] | None:
+    if not value:
+        return None
+    return POOLS if value == "all" else tuple(p.strip() for p in value.split(",") if p.strip())
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
@@ -180,6 +187,12 @@ def register(sub) -> None:
         "exists, else bm25,dense)",
     )
     b.add_argument("--colbert-model", help="ColBERT model folder (default: models/colbert)")
+    b.add_argument(
+        "--colbert-pools",
+        metavar="POOLS",
+        help="pools ColBERT indexes, comma-separated, or 'all' (default: perspectives,news: "
+        "the search reads evidence through BM25 + dense links, not ColBERT)",
+    )
     b.add_argument(
         "--dense-model",
         help="sentence-transformers folder or hub id (default: models/dense when "

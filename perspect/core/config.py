@@ -53,6 +53,14 @@ class IndexConfig:
     # computes a search's links on the fly: slower searches, faster builds (scratch indexes).
     links: bool = True
 
+    def for_pool(self, pool: str) -> tuple[str, ...]:
+        """The retrievers that index `pool`: all of them, but a retriever whose options name
+        its `pools` indexes those alone (the demo's ColBERT leaves out the evidence pool, which
+        the pipeline reads through precomputed BM25 + dense links, never through ColBERT)."""
+        return tuple(
+            k for k in self.retrievers if pool in self.backends.get(k, {}).get("pools", (pool,))
+        )
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["retrievers"] = list(self.retrievers)
