@@ -138,7 +138,7 @@ def install() -> None:
         if not (dest / DONE).is_file():
             raise ModelError(
                 f"PLAID's C++ kernels are not compiled for this torch/PyLate ({dest})",
-                hint="compile them once: perspect models prepare (about 2 minutes)",
+                hint="compile them once: perspect models prepare (2-3 minutes)",
             )
         import torch  # noqa: F401  (the libraries link against the loaded libtorch)
 
