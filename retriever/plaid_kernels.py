@@ -23,6 +23,7 @@ PyLate's classes; when they are missing it says how to build them instead of com
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -34,6 +35,7 @@ import sys
 import sysconfig
 import threading
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +71,6 @@ def _stanford_dir() -> Path:
 
 def key() -> str:
     """What the libraries depend on, hashed (read without importing torch: 1-2 s)."""
-    from importlib.metadata import version
-
     src = _stanford_dir()
     torch_spec = importlib.util.find_spec("torch")
     parts = [
@@ -138,7 +138,7 @@ def install() -> None:
         if not (dest / DONE).is_file():
             raise ModelError(
                 f"PLAID's C++ kernels are not compiled for this torch/PyLate ({dest})",
-                hint="compile them once: perspect models prepare (about 2 minutes)",
+                hint="compile them once: perspect models prepare (2-3 minutes)",
             )
         import torch  # noqa: F401  (the libraries link against the loaded libtorch)
 
@@ -175,8 +175,6 @@ def _load(path: Path, name: str):
 @contextlib.contextmanager
 def _exclusive(lock_path: Path, timeout: float):
     """An OS lock on `lock_path`: released by the kernel when its holder dies, however."""
-    import fcntl
-
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout

@@ -1,7 +1,8 @@
 """ColBERT backend with a tiny model the tests build (random 2-layer BERT + projection).
 
-The first PLAID use compiles the stanford C++ kernels (about 90 s, cached in .torch_extensions/),
-so these tests are marked `plaid`; they run in CI, once per clean clone.
+The first PLAID build compiles the stanford C++ kernels (2-3 min, once per configuration, into
+.cache/torch_extensions/plaid-KEY/: retriever/plaid_kernels.py), so these tests are marked
+`plaid`; they run in CI, and compile once per clean clone.
 """
 
 from __future__ import annotations

@@ -129,13 +129,15 @@ def _tui_env(tiny_index, tiny_pair_model):
 def test_any_claim_through_the_tui(_tui_env, tmp_path_factory, claim):
     from textual.widgets import Static
 
+    from perspect.api import PerspectService
     from perspect.tui.app import PerspectApp
 
     home, model = _tui_env
 
     async def run() -> None:
         app = PerspectApp(
-            index="tiny", home=home, model=model, export_dir=tmp_path_factory.mktemp("x")
+            PerspectService("tiny", home=home, model=model),
+            export_dir=tmp_path_factory.mktemp("x"),
         )
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()

@@ -148,7 +148,10 @@ async def test_tui_news_panel_and_cluster_detail(
     from tests.test_tui import _search
 
     monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
-    app = PerspectApp(index="withnews", home=news_index, model=tiny_pair_model, show_timings=False)
+    from perspect.api import PerspectService
+
+    service = PerspectService("withnews", home=news_index, model=tiny_pair_model)
+    app = PerspectApp(service, show_timings=False)
     async with app.run_test(size=(120, 48)) as pilot:
         await pilot.pause()
         assert not app.query_one(NewsPanel).display  # nothing searched: no empty panel
@@ -184,7 +187,10 @@ async def test_tui_compare_screen_links_both_articles(tiny_index, tiny_base, tmp
     monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
     (tmp_path / "a.md").write_text(A_TEXT)
     (tmp_path / "b.md").write_text(B_TEXT)
-    app = PerspectApp(index="tiny", home=tiny_index, compare=(tmp_path / "a.md", tmp_path / "b.md"))
+    from perspect.api import PerspectService
+
+    service = PerspectService("tiny", home=tiny_index)
+    app = PerspectApp(service, compare=(tmp_path / "a.md", tmp_path / "b.md"))
     async with app.run_test(size=(140, 40)) as pilot:
         for _ in range(300):
             await pilot.pause(0.05)

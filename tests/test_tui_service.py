@@ -97,7 +97,7 @@ async def test_each_screen_has_its_own_help():
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen) and app.screen.topic == "detail"
         body = str(app.screen.query_one("#help-body", Static).render())
-        assert "supports (0.81)" in body and "related" in body and "relevance" in body
+        assert "supports" in body and "related" in body and "relevance" in body
         await pilot.press("escape")
         assert isinstance(app.screen, DetailScreen)
         await pilot.press("escape")

@@ -60,3 +60,55 @@ def test_real_tui_in_tmux(tiny_index, tiny_pair_model, tmp_path):
         (tmp_path / "screen.txt").write_text(screen)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def _gone(session: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.plaid
+@pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"
+)
+def test_real_tui_on_a_plaid_index_answers_explains_and_quits(plaid_index, tmp_path):
+    """`perspect tui` on BM25 + dense + ColBERT (PLAID) with the shipped models: the first search
+    answers, F1 explains the screen, Ctrl+Q ends the process."""
+    from perspect.api import prepare_models
+
+    prepare_models()  # graphs and kernels, as `make demo` does (fast when already there)
+    exe = Path(sys.executable).parent / "perspect"
+    model = Path(__file__).resolve().parent.parent / "models" / "pair"
+    cmd = (
+        "env -u COLUMNS -u LINES "
+        f"{exe if exe.exists() else sys.executable + ' -m perspect.cli'} tui --index plaid "
+        f"--home {plaid_index} --model {model}"
+    )
+    session = f"perspect-{uuid.uuid4().hex[:8]}"
+    _tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(tmp_path), cmd)
+    try:
+        _tmux("resize-window", "-t", session, "-x", "120", "-y", "40")
+        _wait_for(session, "index plaid")
+        _tmux("send-keys", "-t", session, "-l", "Zoos should be closed")
+        _tmux("send-keys", "-t", session, "Enter")
+        t0 = time.monotonic()
+        _wait_for(session, "Tab to a column", timeout=90)
+        took = time.monotonic() - t0
+        time.sleep(0.5)
+        screen = _screen(session)
+        assert "Support (" in screen and "Oppose (" in screen, screen
+        (tmp_path / "screen.txt").write_text(f"first search {took:.1f} s\n{screen}")
+        _tmux("send-keys", "-t", session, "F1")
+        _wait_for(session, "the search screen")
+        assert "leans oppose" in _screen(session)
+        _tmux("send-keys", "-t", session, "Escape")
+        time.sleep(0.5)  # an Escape right before a key reads as Alt+key
+        assert "the search screen" not in _screen(session)
+        _tmux("send-keys", "-t", session, "C-q")
+        assert _gone(session, 5), "Ctrl+Q did not end the process"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -30,7 +30,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from perspect.api import PerspectService
 
     service = PerspectService(args.index, home=args.home, model=args.model, fast=args.fast)
-    run(service, compare=compare)
+    run(service, compare=compare, end_process=True)
     return 0
 
 

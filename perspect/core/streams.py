@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from multiprocessing import resource_tracker
 
 
 def before_full_screen() -> None:
@@ -22,8 +23,6 @@ def before_full_screen() -> None:
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     with contextlib.suppress(Exception):  # no fork / no /dev/shm: nothing to prepare then
-        from multiprocessing import resource_tracker
-
         resource_tracker.ensure_running()
     with contextlib.suppress(ImportError):
         import tqdm

@@ -16,48 +16,51 @@ Type a contentious claim; Perspect finds perspectives on it (arguments for or ag
 phrasings of the same point into one, sorts them by side and links evidence paragraphs to them.
 
 [b]What you see[/b]
-  [green]Support (n)[/] / [red]Oppose (n)[/]  perspectives that argue for / against the claim
-  [green]█████[/][dim]░░░[/]  strength: how sure the model is of the side, from 0.50 (undecided,
-              empty bar) to 1.00 (certain, full bar); green supports, red opposes
-  [b]support 0.84[/]  the side and that strength as a number (a calibrated probability)
-  [b]leans oppose[/]  strength under 0.65: a guess about the side, not a verdict
-  [b]3 phrasings[/]   equivalent wordings merged into this perspective (Enter lists them)
-  [b]2/3 evidence[/]  3 paragraphs linked to it, 2 of which the model says back it
-  coverage bar    how many perspectives each side has; ⚠ warns when one side is thin
-  News panel      news sentences that [green]strengthen[/] or [red]weaken[/] the claim, with the
-                  probability; [u]underlined[/] words are what carries it (only with news)
-  top line        progress of a running search, then the count and time of the answer
+  [green]Support (n)[/]       the n perspectives that argue for the claim
+  [red]Oppose (n)[/]        the n perspectives that argue against it
+  [green]█████[/][dim]░░░[/]          strength: how sure the model is of the side, from 0.50 (undecided,
+                    empty bar) to 1.00 (certain, full bar); green supports, red opposes
+  support 0.84      the side and that strength as a number (a calibrated probability)
+  leans oppose      strength under 0.65: a guess about the side, not a verdict
+  3 phrasings       equivalent wordings merged into this perspective (Enter lists them)
+  2/3 evidence      3 paragraphs linked to it, 2 of which the model says back it
+  coverage bar      how many perspectives each side has; ⚠ warns when one side is thin
+  News panel        news sentences that [green]strengthen[/] or [red]weaken[/] the claim, with the
+                    probability; [u]underlined[/] words carry it (indexes with news only)
+  status line       progress of a running search, then the count and time of the answer
 
 [b]Keys[/b]
-  [b]Enter[/b]        search (claim box) / open the selected perspective (column)
-  [b]↑ ↓[/b]          older / newer claims (claim box); move between perspectives (column)
-  [b]→[/b]            complete the example the box suggests; on an empty box, insert one
-  [b]Tab[/b]          next pane: claim box → Support → Oppose
-  [b]Esc[/b]          cancel a running search
-  [b]Ctrl+S[/b]       export the answer as Markdown and JSON (current folder)
-  [b]F1 / ?[/b]       this help (? outside the claim box, where it is typed)
-  [b]Ctrl+Q[/b]       quit (at once, even during a search)
+  Enter             search (claim box) / open the selected perspective (column)
+  ↑ ↓               older / newer claims (claim box); move between perspectives (column)
+  →                 complete the example the box suggests; on an empty box, insert one
+  Tab               next pane: claim box → Support → Oppose
+  Esc               cancel a running search
+  Ctrl+S            export the answer as Markdown and JSON (current folder)
+  F1 / ?            this help (? outside the claim box, where it is typed)
+  Ctrl+Q            quit (at once, even during a search)
 """
 
 DETAIL = """[b]Perspect — one perspective[/b]
 
 [b]What you see[/b]
-  [b]SUPPORT / OPPOSE[/b]   the side of the claim this perspective takes ([b]LEANS …[/b]: strength
-                     under 0.65, a guess); green supports, red opposes
-  [b]strength 0.84[/b]      how sure the model is of that side: 0.50 undecided .. 1.00 certain
-  [b]relevance 0.91[/b]     how likely the leading phrasing is a real perspective on the claim
-  [b]Phrasings[/b]          every wording merged into this perspective; [dim]\\[id, source; rel][/] is
-                     its id in the pool, where it comes from and its own relevance
-  [b]Evidence[/b]           paragraphs linked to the perspective:
-      [green]supports (0.81)[/]  the model says it backs the perspective (probability)
-      [yellow]related (0.40)[/]   on the topic, but not judged to back it
-  [b]News[/b]               news sentences that [green]strengthen[/] or [red]weaken[/] it; [u]underlined[/]
-                     words carry the relation; outlet and date in grey
+  SUPPORT / OPPOSE  the side of the claim it takes (LEANS …: strength under 0.65, a guess);
+                    green supports, red opposes
+  strength 0.84     how sure the model is of that side: 0.50 undecided .. 1.00 certain
+  relevance 0.91    how likely the leading phrasing is a real perspective on the claim
+  Phrasings         every wording merged into this perspective; [dim]\\[id, source; rel][/] is its
+                    id in the pool, where it comes from and its own relevance
+  Evidence          paragraphs linked to the perspective, best first; the number is the
+                    model's probability that the paragraph backs it:
+    [green]supports[/]        among the best links of this perspective and over the tuned cut
+    [yellow]related[/]         on the topic, but not judged to back it
+  News              news sentences that [green]strengthen[/] or [red]weaken[/] it; [u]underlined[/] words
+                    carry the relation; outlet and date in grey
 
 [b]Keys[/b]
-  [b]↑ ↓ PgUp PgDn[/b]  scroll
-  [b]Esc / q / Enter[/b]  back to the search
-  [b]F1 / ?[/b]       this help    [b]Ctrl+Q[/b]  quit
+  ↑ ↓ PgUp PgDn     scroll
+  Esc / q / Enter   back to the search
+  F1 / ?            this help
+  Ctrl+Q            quit
 """
 
 COMPARE = """[b]Perspect — two articles compared[/b]
@@ -65,18 +68,20 @@ COMPARE = """[b]Perspect — two articles compared[/b]
 Each sentence of article A is compared with the sentences of article B it is close to.
 
 [b]What you see[/b]
-  top line        share of A's sentences that strengthen / weaken some sentence of B, the
-                  number of links and the time taken
-  [green]\\[3] sentence[/]    in A: strengthens a sentence of B (green); in B: the sentence that
-                  link 3 bears on, with the same number and colour
-  [red]\\[4] sentence[/]    the same for a sentence of A that weakens (disputes) one of B
-  [u]underlined[/]      in A, the words that carry the relation
-  [dim]grey sentences[/]  no link either way
+  top line          share of A's sentences that strengthen / weaken some sentence of B, the
+                    number of links and the time taken
+  [green]\\[3][/] sentence      in A: it strengthens a sentence of B (green); in B: the sentence
+                    that link 3 bears on, with the same number and colour
+  [red]\\[4][/] sentence      the same for a sentence of A that weakens (disputes) one of B
+  [u]underlined[/]        in A, the words that carry the relation
+  [dim]grey[/]              a sentence with no link either way
 
 [b]Keys[/b]
-  [b]Tab[/b]          switch between A and B    [b]↑ ↓ PgUp PgDn[/b]  scroll
-  [b]Esc / q[/b]      back to the search
-  [b]F1 / ?[/b]       this help    [b]Ctrl+Q[/b]  quit
+  Tab               switch between A and B
+  ↑ ↓ PgUp PgDn     scroll
+  Esc / q           back to the search
+  F1 / ?            this help
+  Ctrl+Q            quit
 """
 
 TOPICS = {"search": SEARCH, "detail": DETAIL, "compare": COMPARE}
