@@ -19,6 +19,7 @@ from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.errors import IndexDamaged, PerspectError, environment_error
 from perspect.core.layout import IndexDir
+from perspect.core.links import LINKS
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Item
@@ -224,6 +225,7 @@ class Indexer:
                     manifest["pools"][pool] = self._pool_entry(store, manifest)
                     store.close()
                 if retriever in ("bm25", "dense"):
+                    (version / LINKS).unlink(missing_ok=True)  # made anew, never read
                     self._link(version, manifest)
                 mf.save(version, manifest)
             except BaseException:

@@ -141,8 +141,8 @@ def model_fingerprint(folder: str | Path) -> str:
 def load_colbert(name: str | Path, query_maxlen: int = 32, doc_maxlen: int = 256):
     """Load (once per process) a PyLate ColBERT model: a bundle entry, a local folder, or a hub id
     when online."""
-    if bundle.is_bundle(name):
-        name = bundle.resolve(name)
+    if Path(name).is_dir():
+        name = bundle.resolve(name)  # a bundle entry, checked; refused without its bundle.json
     local = Path(name).exists()
     key = f"{Path(name).resolve() if local else name}|{query_maxlen}|{doc_maxlen}"
     with _LOCK:

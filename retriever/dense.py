@@ -60,7 +60,7 @@ def resolve_model(name: str) -> str:
     """The packaged all-MiniLM-L6-v2 folder for its short name, else a path or a hub id."""
     if name in (PACKAGED, paths.HUB_MINILM):
         return paths.packaged_minilm()
-    return str(bundle.resolve(name)) if bundle.is_bundle(name) else name
+    return str(bundle.resolve(name)) if Path(name).is_dir() else name
 
 
 def load_encoder(name: str, max_length: int = 256):

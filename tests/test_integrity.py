@@ -149,12 +149,20 @@ def test_cli_search_on_a_damaged_file_is_one_line(indexes, tmp_path, name, patte
     assert "perspect index rebuild" in r.stderr
 
 
-def test_rebuild_repairs_a_damaged_retriever(indexes, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "rel", "kind"),
+    [("plaid", "perspectives/colbert/plaid/ivf.pid.pt", "colbert"),
+     ("small", "links.sqlite", "bm25")],
+)  # fmt: skip
+def test_the_rebuild_named_in_the_error_repairs_it(indexes, tmp_path, name, rel, kind):
     home = _copy(indexes, tmp_path)
-    _garble(_version(home, "plaid") / "perspectives/colbert/plaid/ivf.pid.pt", "4k")
-    Indexer("plaid", home=home).rebuild("colbert")
-    with Perspect.open("plaid", home=home) as p:
-        assert p.retrieve("law tax", retriever="colbert").hits
+    _garble(_version(home, name) / rel, "4k")
+    Indexer(name, home=home).rebuild(kind)
+    query = "law tax" if name == "plaid" else "school uniforms bullying"
+    with Perspect.open(name, home=home) as p:
+        assert p.retrieve(query, retriever=kind).hits
+        if name == "small":
+            assert p._searcher.links().get(["1"])["1"]
 
 
 @pytest.mark.parametrize("edit", ["valid-json", "bytes"])

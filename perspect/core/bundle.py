@@ -118,8 +118,31 @@ def is_bundle(folder: str | Path) -> bool:
 
 
 def resolve(folder: str | Path) -> Path:
-    """The folder to load a model from: a bundle's materialized copy, or `folder` itself."""
-    return materialize(folder) if is_bundle(folder) else Path(folder)
+    """The folder to load a model from: a bundle's materialized copy, or `folder` itself. A
+    folder of the bundle that lost its `bundle.json` is refused: without it nothing of the
+    folder can be checked, and it once served tampered weights."""
+    if is_bundle(folder):
+        return materialize(folder)
+    if unchecked_entry(folder):
+        raise ModelError(
+            f"{Path(folder) / MANIFEST} is missing: the model in {folder} cannot be checked, "
+            "so it is not loaded",
+            hint=f"restore it: git checkout -- {folder}, or retrain it: make models",
+        )
+    return Path(folder)
+
+
+def unchecked_entry(folder: str | Path) -> bool:
+    """A folder of the bundle (`models/<name>`, or `$PERSPECT_MODELS/<name>`) without the
+    `bundle.json` that would check it. Folders elsewhere (a model saved by another tool, an
+    older Perspect's full model folder) are loaded as they are."""
+    folder = Path(folder)
+    if not folder.is_dir() or is_bundle(folder) or folder.name.startswith((".", "_")):
+        return False
+    try:
+        return folder.resolve().parent == paths.models_dir().resolve()
+    except OSError:
+        return False
 
 
 def code_version() -> str:
@@ -182,8 +205,10 @@ def base_sha256(path: Path) -> str:
     return digest
 
 
-def verify(entry: BundleEntry) -> list[str]:
-    """Problems of one bundle entry (empty: every file and the base match their checksums)."""
+def verify(entry: BundleEntry, graphs: bool = True) -> list[str]:
+    """Problems of one bundle entry (empty: every file and the base match their checksums, and
+    with `graphs` every ONNX graph made from it its own). Loading checks the one graph it opens
+    (perspect.core.onnxrt), not all of them."""
     problems = []
     for rel, want in entry.files.items():
         f = entry.folder / rel
@@ -191,6 +216,14 @@ def verify(entry: BundleEntry) -> list[str]:
             problems.append(f"{f} is missing")
         elif sha256_file(f) != want:
             problems.append(f"{f} is corrupted (sha256 mismatch)")
+    from perspect.core import onnxrt
+
+    for graph in sorted((entry.folder / "onnx").glob("*.onnx")) if graphs else []:
+        if len(_read_lines(onnxrt._stamp_path(graph))) == 1:
+            continue  # stamped before graphs were checksummed: never served, made again first
+        problem = onnxrt.graph_problem(graph)
+        if problem is not None:
+            problems.append(problem)
     base = base_folder(entry)
     if base is None:
         problems.append(f"base {entry.base_id!r} of {entry.folder} is not installed")
@@ -199,6 +232,13 @@ def verify(entry: BundleEntry) -> list[str]:
             f"base {entry.base_id!r} at {base} is not the one {entry.folder} was trained on"
         )
     return problems
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
 
 
 def read_manifest(folder: Path, name: str, fmt: str, what: str, train: str) -> dict[str, Any]:
@@ -402,12 +442,13 @@ def _stamp(folder: Path) -> tuple:
     return (str(folder.resolve()), str(paths.cache_dir()), *stats)
 
 
-def _size_mtime(f: Path) -> tuple[int, int]:
+def _size_mtime(f: Path) -> tuple[int, int, int]:
+    """Size, mtime and ctime: an edit changes the ctime even when the mtime is set back."""
     try:
         st = f.stat()
     except OSError:
-        return (-1, -1)
-    return (st.st_size, st.st_mtime_ns)
+        return (-1, -1, -1)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def materialize(folder: str | Path) -> Path:
@@ -426,7 +467,7 @@ def materialize(folder: str | Path) -> Path:
 def _materialize(folder: Path) -> Path:
     entry = BundleEntry.read(folder)
     target = paths.cache_dir() / "models" / f"{entry.name}-{entry.key}"
-    problems = verify(entry)
+    problems = verify(entry, graphs=False)
     if problems:
         raise ModelError(
             problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),

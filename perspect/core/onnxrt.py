@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from perspect.core.errors import ModelError
+
 log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _SESSIONS: dict[str, Any] = {}
@@ -71,13 +73,91 @@ def export(
 
 
 def ready(folder: str | Path, name: str, fingerprint: str) -> bool:
-    """Whether `<folder>/onnx/<name>.onnx` exists, stamped with `fingerprint`."""
+    """Whether `<folder>/onnx/<name>.onnx` exists, stamped with `fingerprint` and its checksum
+    (a stamp from before checksums were recorded is not: the graph is made again)."""
     out = Path(folder) / "onnx"
-    stamp = out / f"{name}.onnx.fingerprint"
+    return (out / f"{name}.onnx").is_file() and _stamped(out / f"{name}.onnx", fingerprint)
+
+
+# A graph's stamp `<graph>.fingerprint` holds two lines: the fingerprint of the weights it was
+# made from, and the sha256 of the graph as it was written. Why the second: the checksums of a
+# bundle cover its weights, while the graph (or its optimized copy) is what a search runs; an
+# edited graph passed `perspect models verify` and changed the answers.
+def _stamp_path(graph: Path) -> Path:
+    return graph.with_name(graph.name + ".fingerprint")
+
+
+def _stamped(graph: Path, fingerprint: str) -> bool:
     try:
-        return (out / f"{name}.onnx").is_file() and stamp.read_text() == fingerprint
+        lines = _stamp_path(graph).read_text().split()
     except OSError:
         return False
+    return len(lines) == 2 and lines[0] == fingerprint
+
+
+def _stamp(graph: Path, fingerprint: str) -> None:
+    _stamp_path(graph).write_text(f"{fingerprint}\n{_sha256(graph)}\n")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def graph_problem(graph: Path) -> str | None:
+    """What is wrong with a made graph (None: it matches the checksum recorded when it was
+    made): what `perspect models verify` reports and loading refuses."""
+    try:
+        lines = _stamp_path(graph).read_text().split()
+    except OSError:
+        return f"{graph} has no stamp (its checksum is unknown)"
+    if len(lines) != 2:
+        return f"{graph} was made before graphs were checksummed"
+    if _sha256(graph) != lines[1]:
+        return f"{graph} is corrupted (sha256 mismatch with the checksum recorded when made)"
+    return None
+
+
+def _verified(graph: Path) -> None:
+    """Refuse a graph whose bytes are not those recorded when it was made. A check is
+    remembered in the cache per path, size, inode and change time (ctime: an edit changes it,
+    whatever the mtime is set back to), so a start does not hash 90 MB graphs each time."""
+    import json
+
+    from perspect.core import paths
+    from perspect.core.errors import ModelError
+
+    st = graph.stat()
+    key = f"{graph.resolve()}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+    try:
+        want = _stamp_path(graph).read_text().split()[1]
+    except (OSError, IndexError):
+        want = ""
+    memo = paths.cache_dir() / "graph-sha256.json"
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if want and known.get(key) == want:
+        return
+    problem = graph_problem(graph)
+    if problem is not None:
+        raise ModelError(
+            problem,
+            hint=f"remake it: rm -r {graph.parent} && perspect models prepare",
+        )
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({**known, key: want}))
+        tmp.replace(memo)
+    except OSError:
+        pass  # a read-only cache costs only the hash next time
 
 
 def existing(folder: str | Path, name: str, fingerprint: str):
@@ -159,13 +239,16 @@ def session(folder: str | Path, name: str, fingerprint: str, make: Callable[[Pat
         import onnxruntime as ort
 
         out = Path(folder) / "onnx"
-        path, stamp = out / f"{name}.onnx", out / f"{name}.onnx.fingerprint"
+        path = out / f"{name}.onnx"
         try:
             if not ready(folder, name, fingerprint):
                 out.mkdir(exist_ok=True)
                 make(path)
-                stamp.write_text(fingerprint)
+                _stamp(path, fingerprint)
             _SESSIONS[key] = _open(ort, path, fingerprint)
+        except ModelError:
+            del _SESSIONS[key]  # a damaged graph is refused at every load, not only the first
+            raise
         except Exception as e:  # an unwritable folder, an exporter gap: PyTorch still works
             log.warning("%s stays on PyTorch (%s: %s)", name, type(e).__name__, e)
         return _SESSIONS[key]
@@ -184,14 +267,12 @@ def _open(ort, path: Path, fingerprint: str):
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3
     opt = path.with_name(f"{path.stem}.opt-{ort.__version__}.onnx")
-    stamp = opt.with_name(opt.name + ".fingerprint")
-    try:
-        fresh = opt.is_file() and stamp.read_text() == fingerprint
-    except OSError:
-        fresh = False
+    fresh = opt.is_file() and _stamped(opt, fingerprint)
     if fresh:
+        _verified(opt)
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         return ort.InferenceSession(str(opt), opts, providers=["CPUExecutionProvider"])
+    _verified(path)
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     tmp = opt.with_name(f".{opt.name}.tmp-{os.getpid()}")
     opts.optimized_model_filepath = str(tmp)
@@ -203,7 +284,7 @@ def _open(ort, path: Path, fingerprint: str):
         return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     try:
         tmp.replace(opt)
-        stamp.write_text(fingerprint)
+        _stamp(opt, fingerprint)
     except OSError:
         tmp.unlink(missing_ok=True)
     return sess
