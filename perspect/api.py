@@ -243,6 +243,9 @@ class PerspectService:
     def compare(self, a: str | Path, b: str | Path):
         return compare(a, b)
 
+    def correct(self, claim, perspective=None, side=None, same=None, undo=False) -> bool:
+        return self._open().correct(claim, perspective, side, same, undo)
+
     def close(self) -> None:
         if self._perspect is not None:
             self._perspect.close()

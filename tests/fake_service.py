@@ -67,6 +67,8 @@ class FakeService:
         self.searches: list[str] = []
         self.started = threading.Event()
         self.release = threading.Event()  # ends a stuck search (test clean-up)
+        self.corrections: list[dict] = []  # what the UI asked, in order
+        self.sides: dict[str, str] = {}  # perspective id -> side a reader gave it
 
     def status(self) -> ServiceStatus:
         return ServiceStatus(self.index, {"perspectives": 4, "evidence": 2}, True, True)
@@ -82,7 +84,30 @@ class FakeService:
             raise Cancelled("search cancelled")
         if self.mode == "stuck":
             self.release.wait()
-        return answer(claim)
+        res = answer(claim)
+        if not self.sides:
+            return res
+        from dataclasses import replace
+
+        def fixed(c):
+            side = self.sides.get(c.representative.id)
+            if side is None:
+                return c
+            members = tuple(replace(m, corrected=True) for m in c.members)
+            return replace(c, stance=side, members=members, representative=members[0])
+
+        return replace(res, clusters=tuple(fixed(c) for c in res.clusters))
+
+    def correct(self, claim, perspective=None, side=None, same=None, undo=False) -> bool:
+        self.corrections.append(
+            {"claim": claim, "perspective": perspective, "side": side, "same": same, "undo": undo}
+        )
+        if perspective is not None:
+            if undo:
+                self.sides.pop(perspective, None)
+            else:
+                self.sides[perspective] = side
+        return True
 
     def compare(self, a: str | Path, b: str | Path):
         raise NotImplementedError("the fake compares nothing")

@@ -31,7 +31,14 @@ from perspect.core.render import plain
 from perspect.core.result import SearchResult
 from perspect.core.service import SearchService, ServiceStatus
 from perspect.core.streams import before_full_screen
-from perspect.tui.messages import CompareDone, SearchDone, SearchFailed, SearchProgress
+from perspect.tui.messages import (
+    CompareDone,
+    CorrectionAsked,
+    CorrectionDone,
+    SearchDone,
+    SearchFailed,
+    SearchProgress,
+)
 from perspect.tui.widgets.claim_input import ClaimInput
 from perspect.tui.widgets.cluster_item import ClusterItem
 from perspect.tui.widgets.compare_screen import CompareScreen
@@ -74,6 +81,9 @@ class PerspectApp(App[None]):
         self._cancel: threading.Event | None = None
         self._busy = 0  # worker bodies running (threads `run` will not wait for when stuck)
         self._busy_lock = threading.Lock()
+        self._marked: tuple[str, str] | None = None  # (id, text) waiting for its "same" partner
+        self._last_fix: tuple[dict, str] | None = None  # the last correction, for `u` (undo)
+        self._confirm: str | None = None  # said on the status line once the search shows it
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -85,11 +95,13 @@ class PerspectApp(App[None]):
         with Horizontal(id="sides"):
             yield SideColumn("Support", "support", id="support")
             yield SideColumn("Oppose", "oppose", id="oppose")
+            yield SideColumn("Unclear", "unclear", id="unclear")
         yield NewsPanel(id="news")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(NewsPanel).display = False
+        self.query_one("#unclear", SideColumn).display = False  # shown when a search has some
         if self.compare_paths is not None:
             self._status("comparing the two articles (loading the comparator) …")
             self.run_compare(*self.compare_paths)
@@ -205,6 +217,12 @@ class PerspectApp(App[None]):
         else:
             await self.query_one("#support", SideColumn).show(res.side("support"))
             await self.query_one("#oppose", SideColumn).show(res.side("oppose"))
+        third = self.query_one("#unclear", SideColumn)
+        if res.related:
+            await third.show_related(res.related)
+        else:
+            await third.show(res.side("unclear"))
+        third.display = bool(res.related or res.side("unclear"))
         self.query_one(CoverageBar).show(res.coverage)
         self.query_one(NewsPanel).show(
             res.news, {c.representative.id: c.representative.text for c in res.clusters}
@@ -215,6 +233,9 @@ class PerspectApp(App[None]):
         self._status(
             f"{n} perspective{'s' if n != 1 else ''}{took} · Tab to a column, Enter opens one"
         )
+        if self._confirm:
+            self._status(f"✓ corrected: {self._confirm} (u undoes)")
+            self._confirm = None
         if not res.clusters and res.hits:
             self._status(lit(res.coverage.warning))
 
@@ -225,6 +246,62 @@ class PerspectApp(App[None]):
         self._status(
             f"[red]{lit(msg.error)}[/]" + (f"  [dim]fix: {lit(msg.hint)}[/]" if msg.hint else "")
         )
+
+    # -- corrections ---------------------------------------------------------------------------
+    def on_correction_asked(self, msg: CorrectionAsked) -> None:
+        if self.result is None:
+            return
+        claim = self.result.claim
+        if msg.same is not None:
+            if self._marked is None or self._marked[0] == msg.same:
+                self._marked = (msg.perspective, msg.text)
+                self._status(
+                    f"marked “{lit(msg.text)}”: press m on another perspective to say they make "
+                    "one point"
+                )
+                return
+            fix = {"claim": claim, "same": (self._marked[0], msg.perspective)}
+            said = f"“{lit(self._marked[1])}” and “{lit(msg.text)}” make one point"
+            self._marked = None
+        else:
+            fix = {"claim": claim, "perspective": msg.perspective, "side": msg.side}
+            said = f"“{lit(msg.text)}” is {'off-topic' if msg.side == 'off-topic' else 'on ' + msg.side}"
+        self.run_correction(fix, said)
+
+    def action_undo_correction(self) -> None:
+        if self._last_fix is None:
+            self.notify("no correction to undo", severity="warning")
+            return
+        fix, said = self._last_fix
+        self._last_fix = None
+        self.run_correction({**fix, "undo": True}, f"undone: {said}")
+
+    @work(thread=True, exclusive=True, group="correct")
+    def run_correction(self, fix: dict, said: str) -> None:
+        """Store the correction (sqlite, milliseconds), then search the claim again to show it."""
+        with self._working():
+            try:
+                self.service.correct(**fix)
+            except PerspectError as e:
+                self.post_message(CorrectionDone(said, error=e.message))
+                return
+            if not fix.get("undo"):
+                self._last_fix = (fix, said)
+            self.post_message(CorrectionDone(said))
+
+    def on_correction_done(self, msg: CorrectionDone) -> None:
+        if msg.error:
+            self._status(f"[red]{lit(msg.error)}[/]")
+            return
+        self.notify(f"✓ {msg.said}")
+        self._confirm = msg.said
+        self._status(f"✓ corrected: {msg.said} (u undoes) · showing it …")
+        claim = self.result.claim if self.result else None
+        if claim:
+            if self._cancel is not None:
+                self._cancel.set()
+            self._cancel = threading.Event()
+            self.run_search(claim, self._cancel)
 
     # -- actions ---------------------------------------------------------------------------------
     def on_list_view_selected(self, event: ListView.Selected) -> None:

@@ -32,5 +32,22 @@ class SearchFailed(Message):
 
 
 @dataclass
+class CorrectionAsked(Message):
+    """A reader's key on a perspective: put it on `side` (support, oppose, off-topic), or, with
+    `same`, merge it with the perspective marked before."""
+
+    perspective: str
+    text: str
+    side: str | None = None
+    same: str | None = None
+
+
+@dataclass
+class CorrectionDone(Message):
+    said: str  # the confirmation line
+    error: str | None = None
+
+
+@dataclass
 class CompareDone(Message):
     comparison: object  # perspect.pipeline.compare.Comparison (the TUI imports only the API)

@@ -50,3 +50,16 @@ class SearchService(Protocol):
     def compare(self, a: str | Path, b: str | Path) -> Any:
         """Article A against article B (a perspect.pipeline.compare.Comparison)."""
         ...
+
+    def correct(
+        self,
+        claim: str,
+        perspective: str | None = None,
+        side: str | None = None,
+        same: tuple[str, str] | None = None,
+        undo: bool = False,
+    ) -> bool:
+        """A reader's correction for `claim` (perspect.core.corrections): `perspective` is on
+        `side` (support, oppose, off-topic), or the perspectives `same` make one point; `undo`
+        takes it back. True when something changed."""
+        ...

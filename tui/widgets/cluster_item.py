@@ -1,4 +1,5 @@
-"""One perspective cluster in a side column: representative, strength bar, phrasings, evidence."""
+"""One perspective cluster in a side column: representative, strength bar, phrasings, evidence,
+its cited reason, and a mark where a reader corrected it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class ClusterItem(ListItem):
 
     def _text(self) -> Text:
         c = self.cluster
-        colour = "green" if c.stance == "support" else "red"
+        colour = COLOURS.get(c.stance, "yellow")
         t = Text()
         t.append(bar(c.strength, 8), style=colour)
         t.append(f" {plain(c.representative.text)}\n")
@@ -26,4 +27,11 @@ class ClusterItem(ListItem):
         if c.evidence:
             meta.append(f"{c.supported_by}/{len(c.evidence)} evidence")
         t.append("  " + " · ".join(meta), style="dim")
+        if any(m.corrected for m in c.members):
+            t.append("  ✎ corrected", style="bold cyan")
+        if c.why is not None:
+            t.append(f"\n  “{plain(c.why.sentence)}”", style="italic")
         return t
+
+
+COLOURS = {"support": "green", "oppose": "red"}  # unclear: yellow

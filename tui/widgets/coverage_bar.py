@@ -23,6 +23,8 @@ class CoverageBar(Static):
         else:
             text.append("░" * width, style="dim")
         text.append(f" {coverage.oppose} Oppose ", style="bold red")
+        if coverage.unclear:
+            text.append(f" · {coverage.unclear} unclear", style="bold yellow")
         if coverage.warning:
             text.append(f"  ⚠ {coverage.warning}", style="yellow")
         self.update(text)

@@ -30,16 +30,22 @@ class DetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         c = self.cluster
         t = Text()
-        colour = "green" if c.stance == "support" else "red"
+        colour = {"support": "green", "oppose": "red"}.get(c.stance, "yellow")
         t.append(f"{c.side_label.upper()}  ", style=f"bold {colour}")
         t.append(f"strength {c.strength:.2f} · relevance {c.representative.relevance:.2f}\n\n")
         t.append("Phrasings\n", style="bold underline")
         for m in c.members:
             src = m.metadata.get("source")
             t.append(f" • {plain(m.text)}")
+            if m.corrected:
+                t.append(" ✎ corrected by a reader", style="bold cyan")
             t.append(
                 f"  [{m.id}{', ' + str(src) if src else ''}; rel {m.relevance:.2f}]\n", style="dim"
             )
+        if c.why is not None:
+            t.append("\nWhy\n", style="bold underline")
+            t.append(f" “{plain(c.why.sentence)}”", style="italic")
+            t.append(f"  [{plain(c.why.evidence)}]\n", style="dim")
         t.append("\nEvidence\n", style="bold underline")
         if not c.evidence:
             t.append(" none retrieved\n", style="dim")
@@ -48,7 +54,13 @@ class DetailScreen(ModalScreen[None]):
             t.append(f" {e.verdict} ({e.score:.2f})", style=style)
             meta = plain(", ".join(f"{k}: {v}" for k, v in e.metadata.items()))
             t.append(f"  [{plain(e.id)}{'; ' + meta if meta else ''}]\n", style="dim")
-            t.append(f"   {plain(e.text)}\n\n")
+            if c.why is not None and c.why.evidence == e.id:  # the cited sentence, highlighted
+                s, end = c.why.span
+                t.append(f"   {plain(e.text[:s])}")
+                t.append(plain(e.text[s:end]), style="bold underline")
+                t.append(f"{plain(e.text[end:])}\n\n")
+            else:
+                t.append(f"   {plain(e.text)}\n\n")
         if self.news:
             t.append("\nNews on this perspective\n", style="bold underline")
             t.append_text(news_text(self.news))

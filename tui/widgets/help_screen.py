@@ -22,6 +22,11 @@ phrasings of the same point into one, sorts them by side and links evidence para
                     empty bar) to 1.00 (certain, full bar); green supports, red opposes
   support 0.84      the side and that strength as a number (a calibrated probability)
   leans oppose      strength under 0.65: a guess about the side, not a verdict
+  [yellow]Unclear (n)[/]       perspectives whose side the model cannot tell (too close to call on
+                    claims it has not seen); shown apart, outside the coverage balance
+  [yellow]Related, low confidence[/]  nothing passed the relevance cut: the closest candidates
+  [i]“a sentence”[/]      why: the evidence sentence that best backs the perspective
+  [bold cyan]✎ corrected[/]       a reader corrected this perspective for this claim
   3 phrasings       equivalent wordings merged into this perspective (Enter lists them)
   2/3 evidence      3 paragraphs linked to it, 2 of which the model says back it
   coverage bar      how many perspectives each side has; ⚠ warns when one side is thin
@@ -34,6 +39,10 @@ phrasings of the same point into one, sorts them by side and links evidence para
   ↑ ↓               older / newer claims (claim box); move between perspectives (column)
   →                 complete the example the box suggests; on an empty box, insert one
   Tab               next pane: claim box → Support → Oppose
+  s / o / x         (in a column) put the selected perspective on Support / Oppose, or mark it
+                    off-topic, for this claim: stored with the index, shown on every later search
+  m, then m         (in a column) on two perspectives: they make one point (merged)
+  u                 (in a column) undo the last correction
   Esc               cancel a running search
   Ctrl+S            export the answer as Markdown and JSON (current folder)
   F1 / ?            this help (? outside the claim box, where it is typed)
