@@ -10,6 +10,10 @@ top-k of any pool. Below the class: index management (`build_index`, `add_to_ind
 `delete_from_index`, `rebuild_index`, `index_status`), `train` and `evaluate_perspectrum`. The
 CLI and the TUI are thin layers over these and import nothing below this floor but the ground
 floor (perspect.core).
+
+Why one module: it is the typed front door a user imports as `perspect.api` and reads
+from top to bottom; each function is a few lines handing over to the floors below, so splitting
+it would scatter the surface without shortening any logic.
 """
 
 from __future__ import annotations

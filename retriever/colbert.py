@@ -27,6 +27,9 @@ Small pools (under `min_plaid_docs`, default 1,000) are scored exactly instead: 
 stored token vector. PLAID's k-means cannot train with fewer token vectors than centroids (a dozen
 documents fail outright), and exact scoring of a small pool is as fast. When a pool grows past the
 threshold the indexer rebuilds it as PLAID.
+
+Why one module: the PLAID index, the exact delta beside it, the tombstones and the JSON id
+map are one on-disk format; writes, reads and compaction must change together.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ model differs from its base in a few tensors. `pack` stores a trained model fold
 `materialize` checks every checksum and rebuilds the full folder once into the cache, where the
 libraries (transformers, sentence-transformers, PyLate) load it as any model folder. Loading a
 bundle whose file or base does not match refuses with one line saying how to fix it.
+
+Why one module: packing a trained model into an entry and materializing it back over its
+base are the two halves of one format, and verifying it reads both.
 """
 
 from __future__ import annotations
