@@ -61,6 +61,7 @@ def test_a_model_without_bundle_json_is_an_error_not_a_skip(served_pair, monkeyp
     problems = api.verify_models(served_pair.parent)
     assert problems["pair"] == [f"{served_pair / 'bundle.json'} is missing: nothing of "
                                 f"{served_pair} can be checked"]  # fmt: skip
+    assert api.unchecked_models(served_pair.parent) == [served_pair]  # not silently gone
     for load in (PairModel.load, PairModel.serving):
         with pytest.raises(ModelError, match=r"bundle\.json is missing"):
             load(served_pair)
