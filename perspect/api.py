@@ -671,11 +671,16 @@ def verify_models(folder: str | Path | None = None) -> dict[str, list[str]]:
     """Every model's problems (empty list: each file, each made ONNX graph and its base match
     their checksums). A model folder without its `bundle.json` is a problem, not a skip."""
     out = {e.name: bundle.verify(e) for e in models(folder)}
-    root = models_dir(folder)
-    for d in sorted(root.iterdir()) if root.is_dir() else []:
-        if d.is_dir() and d.name not in out and bundle.unchecked_entry(d):
-            out[d.name] = [f"{d / bundle.MANIFEST} is missing: nothing of {d} can be checked"]
+    for d in unchecked_models(folder):
+        out.setdefault(d.name, [f"{d / bundle.MANIFEST} is missing: nothing of {d} can be checked"])
     return out
+
+
+def unchecked_models(folder: str | Path | None = None) -> list[Path]:
+    """Folders of the bundle without their `bundle.json`: never loaded, and said so."""
+    root = models_dir(folder)
+    found = sorted(root.iterdir()) if root.is_dir() else []
+    return [d for d in found if bundle.unchecked_entry(d)]
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ def test_a_model_without_bundle_json_is_an_error_not_a_skip(served_pair, monkeyp
     problems = api.verify_models(served_pair.parent)
     assert problems["pair"] == [f"{served_pair / 'bundle.json'} is missing: nothing of "
                                 f"{served_pair} can be checked"]  # fmt: skip
+    assert api.unchecked_models(served_pair.parent) == [served_pair]  # not silently gone
     for load in (PairModel.load, PairModel.serving):
         with pytest.raises(ModelError, match=r"bundle\.json is missing"):
             load(served_pair)
@@ -83,3 +84,29 @@ def test_colbert_is_checked_like_the_others(tiny_colbert, tmp_path):
     with Perspect.open("c", home=tmp_path / "h") as p, pytest.raises(ModelError, match="sha256"):
         p.retrieve("zoos", retriever="colbert")
     onnxrt._SESSIONS.clear()
+
+
+@pytest.mark.plaid
+def test_a_flipped_byte_in_the_shipped_colberts_weights_stops_its_searches(tmp_path, monkeypatch):
+    from .conftest import ROOT, run_cli
+
+    root = tmp_path / "models"
+    shutil.copytree(ROOT / "models", root)
+    monkeypatch.setenv("PERSPECT_MODELS", str(root))
+    monkeypatch.setenv("PERSPECT_COLBERT_MODEL", str(root / "colbert"))
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "text": "zoos keep species alive"}])
+    home = str(tmp_path / "h")
+    run_cli("index", "build", "--name", "c", "--home", home, "--retrievers", "bm25,colbert",
+            "--perspectives", str(pool), "-q", timeout=600)  # fmt: skip
+    search = ("search", "zoos", "--index", "c", "--home", home, "--retriever", "colbert")
+    assert "zoos keep species alive" in run_cli(*search, timeout=600).stdout
+    _flip(root / "colbert" / "model.safetensors")
+    r = run_cli(*search, ok=False, timeout=600)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "model.safetensors is corrupted" in r.stderr
+    v = run_cli("models", "verify", ok=False)
+    assert (
+        v.returncode == 2
+        and "✗ colbert" in v.stdout
+        and "model.safetensors is corrupted" in v.stdout
+    )

@@ -84,6 +84,11 @@ def cmd_models(args: argparse.Namespace) -> int:
             e.summary(),
         )
     console().print(t)
+    for d in api.unchecked_models(args.dir):
+        console(stderr=True).print(
+            f"[bold red]✗[/] {literal(str(d))}: bundle.json missing, not loaded "
+            "(perspect models verify)"
+        )
     if not entries:
         console().print("[yellow]no models: the search falls back to retrieval only[/]")
     return 0
