@@ -41,21 +41,23 @@ class SideColumn(Vertical):
         lv.index = 0 if clusters else None  # Enter opens the strongest one straight away
         self.query_one(Label).update(f"{self.title_text} ({len(clusters)})")
 
-    def _selected(self) -> PerspectiveCluster | None:
+    def _selected(self) -> Member | None:
+        """The perspective under the cursor: a cluster's representative, or a near miss (a
+        reader who puts a near miss on a side keeps it in the answer)."""
         item = self.query_one(ListView).highlighted_child
-        return item.cluster if isinstance(item, ClusterItem) else None
+        if isinstance(item, ClusterItem):
+            return item.cluster.representative
+        return item.member if isinstance(item, RelatedItem) else None
 
     def action_correct(self, side: str) -> None:
-        c = self._selected()
-        if c is not None:
-            rep = c.representative
+        rep = self._selected()
+        if rep is not None:
             self.post_message(CorrectionAsked(rep.id, rep.text, side=side))
 
     def action_same(self) -> None:
         """Mark this perspective; `m` on another one then says the two make one point."""
-        c = self._selected()
-        if c is not None:
-            rep = c.representative
+        rep = self._selected()
+        if rep is not None:
             self.post_message(CorrectionAsked(rep.id, rep.text, same=rep.id))
 
     async def show_related(self, members: tuple[Member, ...]) -> None:
