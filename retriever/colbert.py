@@ -224,10 +224,37 @@ def _silence(package: str) -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith(package) and hasattr(module, "print_message"):
             module.print_message = silent
-    for mod in ("search.index_loader", "indexing.codecs.residual_embeddings"):
-        loader = sys.modules.get(f"{package}.{mod}")
-        if loader is not None:
-            loader.tqdm = types.SimpleNamespace(tqdm=lambda it, *a, **k: it)
+
+    def passthrough(it=None, *args, **kwargs):
+        return it
+
+    for name, module in list(sys.modules.items()):
+        # every progress bar of the Stanford code, on the index loader and on the build (the
+        # collection indexer passes `disable=False` itself, so TQDM_DISABLE cannot reach it):
+        # raw tqdm lines between Perspect's rich bars
+        bar = getattr(module, "tqdm", None) if name.startswith(package) else None
+        if isinstance(bar, types.ModuleType):
+            module.tqdm = types.SimpleNamespace(tqdm=passthrough)
+        elif bar is not None and callable(bar):
+            module.tqdm = passthrough
+
+
+def _silence_build() -> None:
+    """The build's bars live in modules PyLate imports only when it indexes: import them now
+    and mute them (`_silence`) before `add_documents` runs."""
+    import importlib
+
+    package = "pylate.indexes.stanford_nlp"
+    for mod in (
+        "indexing.collection_indexer",
+        "indexing.utils",
+        "indexing.codecs.residual_embeddings",
+        "utils.coalesce",
+        "search.index_loader",
+    ):
+        with contextlib.suppress(ImportError):  # another PyLate: its bars show, nothing breaks
+            importlib.import_module(f"{package}.{mod}")
+    _silence(package)
 
 
 class _LightQuery:
@@ -352,6 +379,8 @@ class ColBERTBackend(Backend):
         plaid_kernels.ensure()  # the write path: compiled here if missing, never by a search
         plaid_kernels.install()
         from pylate import indexes
+
+        _silence_build()
 
         with _quiet():
             plaid = indexes.PLAID(
