@@ -43,6 +43,8 @@ class Evidence:
 
     def with_reasons(self, clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
         """Each cluster with evidence gets its cited sentence (pipeline.why)."""
+        if not any(c.evidence for c in clusters):  # an index without evidence, say
+            return clusters
         persp = self.searcher.vector_backend("perspectives")
         ev = self.searcher.vector_backend("evidence")
         vecs = persp.vectors if persp is not None and ev is not None else None
