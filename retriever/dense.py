@@ -33,7 +33,7 @@ IDS = "ids.json"
 PACKAGED = paths.PACKAGED_MINILM
 # query_runtime "onnx": short query batches on ONNX Runtime (retriever/onnx_query.py); "torch"
 DEFAULT_CONFIG: dict[str, Any] = {"max_length": 256, "batch_size": 64, "query_runtime": "onnx"}
-ONNX_BATCH = 8  # at most this many texts go through ONNX Runtime; bigger batches amortise PyTorch
+ONNX_BATCH = 8  # texts per ONNX Runtime call (length-sorted): short batches pad little
 WEIGHTS = ("*.safetensors", "*.bin", "*.json", "*/*.json")  # what an exported graph depends on
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -190,11 +190,23 @@ class DenseBackend(Backend):
 
     # -- reads -----------------------------------------------------------------------------------
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors: a few texts on ONNX Runtime where it can (dense p50 37 -> see
-        bench/retrieval.py), else, and for big batches, sentence-transformers in PyTorch."""
-        sess = self._query_session() if 0 < len(texts) <= ONNX_BATCH else None
+        """Query-time vectors (a claim, a search's evidence sentences) on ONNX Runtime where it
+        can (dense p50 37 -> see bench/retrieval.py), in length-sorted calls of ONNX_BATCH
+        texts: a search never loads PyTorch for them; else sentence-transformers in PyTorch."""
+        sess = self._query_session() if texts else None
         if sess is None:
             return encode(self.model, texts, int(self.config["batch_size"]))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: np.ndarray | None = None
+        for s in range(0, len(order), ONNX_BATCH):
+            idx = order[s : s + ONNX_BATCH]
+            got = self._onnx_vectors(sess, [texts[i] for i in idx])
+            if out is None:
+                out = np.zeros((len(texts), got.shape[1]), dtype=got.dtype)
+            out[idx] = got
+        return out
+
+    def _onnx_vectors(self, sess, texts: list[str]) -> np.ndarray:
         from perspect.retriever import onnx_query
 
         if self._tokens is not None:  # served without sentence-transformers (cold start)
@@ -202,7 +214,7 @@ class DenseBackend(Backend):
             clean = [t.strip().lower() if lower else t.strip() for t in texts]
             features = self._tokens[0].encode(clean, max_length=int(self.config["max_length"]))[0]
         else:
-            features = self.model.tokenize(list(texts))
+            features = self.model.tokenize(texts)
         return onnx_query.encode_sentences(sess, features)
 
     def _query_session(self):

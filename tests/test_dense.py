@@ -47,7 +47,7 @@ def test_queries_on_onnx_runtime_match_pytorch(dense_home):
     b = Searcher("d", home=dense_home).backend("perspectives", "dense")
     assert b._query_session() is not None  # exported when the index was built
     texts = ["animals should have rights", "  a longer query about wind turbines and Électricité "]
-    for batch in ([texts[0]], texts):
+    for batch in ([texts[0]], texts, texts * 5):  # 10 texts: two ONNX calls, order kept
         assert np.allclose(b.embed_queries(batch), encode(b.model, batch), atol=1e-5)
     b.config["query_runtime"], b._session = "torch", False
     assert b._query_session() is None

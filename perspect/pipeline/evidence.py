@@ -48,7 +48,7 @@ class Evidence:
         persp = self.searcher.vector_backend("perspectives")
         ev = self.searcher.vector_backend("evidence")
         vecs = persp.vectors if persp is not None and ev is not None else None
-        embed = why.batched(ev.embed_queries) if vecs is not None else None
+        embed = ev.embed_queries if vecs is not None else None
         reasons = why.cite(clusters, vecs, embed)
         return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
 

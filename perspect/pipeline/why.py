@@ -21,20 +21,6 @@ _WORD = re.compile(r"\w+")
 MIN_CHARS = 20  # shorter pieces ("Yes.", "1.") are not a reason
 
 
-# Sentences per encoder call: the dense backend serves up to 8 texts from its ONNX graph and
-# larger batches from PyTorch (retriever.dense.ONNX_BATCH), which a search must not load.
-QUERY_BATCH = 8
-
-
-def batched(embed: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
-    def run(texts: list[str]) -> np.ndarray:
-        return np.vstack(
-            [embed(texts[i : i + QUERY_BATCH]) for i in range(0, len(texts), QUERY_BATCH)]
-        )
-
-    return run
-
-
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) of each sentence of `text`, in order."""
     out, pos = [], 0
@@ -63,15 +49,18 @@ def cite(
     perspective_vectors: Callable[[list[str]], np.ndarray] | None,
     embed: Callable[[list[str]], np.ndarray] | None,
 ) -> list[Why | None]:
-    """The cited sentence of each cluster (None where it has no evidence). With vectors, every
-    candidate sentence of every cluster is encoded in one batch."""
+    """The cited sentence of each cluster (None where it has no evidence). With vectors, the
+    distinct candidate sentences of all clusters are encoded in one call."""
     per = [candidates(c.evidence) for c in clusters]
     texts = [e.text[s:t] for cand in per for e, (s, t) in cand]
     if not texts:
         return [None] * len(clusters)
     if perspective_vectors is not None and embed is not None:
         reps = perspective_vectors([c.representative.id for c in clusters])
-        sents = embed(texts)
+        # clusters of one claim share paragraphs: each distinct sentence is encoded once
+        unique = list(dict.fromkeys(texts))
+        row = {t: i for i, t in enumerate(unique)}
+        sents = embed(unique)[[row[t] for t in texts]]
     out: list[Why | None] = []
     k = 0
     for ci, (c, cand) in enumerate(zip(clusters, per, strict=True)):
