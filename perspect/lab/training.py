@@ -108,6 +108,14 @@ def calibrate_and_tune(model: PairModel, pred) -> None:
     model.manifest["tune_metrics"] = pe.as_json(pe.score(pred, decisions))
 
 
+def _tune_searcher(data_dir, tmp, index, home, retrievers: Sequence[str], reporter) -> Searcher:
+    """The index a re-fit runs on: the one named, else a scratch one of the pools in `tmp`."""
+    if index:
+        return Searcher(index, home=home)
+    with reporter.stage(f"indexing pools ({'+'.join(retrievers)})"):
+        return pool_searcher(data_dir, tmp, retrievers=tuple(retrievers))
+
+
 def recalibrate(
     model_dir: str | Path,
     data_dir: str | Path,
@@ -136,11 +144,7 @@ def recalibrate(
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
-        if index:
-            searcher = Searcher(index, home=home)
-        else:
-            with reporter.stage(f"indexing pools ({'+'.join(retrievers)})"):
-                searcher = pool_searcher(data_dir, tmp, retrievers=tuple(retrievers))
+        searcher = _tune_searcher(data_dir, tmp, index, home, retrievers, reporter)
         engine = Engine(searcher, model)
         with reporter.stage("calibrating on held-out train claims", total=len(tune_claims)) as adv:
             pred = pe.predict(engine, tune_claims, perspectives, progress=adv)
@@ -183,11 +187,7 @@ def refit_verdict(
     model = PairModel.load(model_dir)
     claims = tune_claims_of(data_dir)[0]
     with tempfile.TemporaryDirectory(prefix="perspect-verdict-") as tmp:
-        if index:
-            searcher = Searcher(index, home=home)
-        else:
-            with reporter.stage("indexing pools (bm25+dense)"):
-                searcher = pool_searcher(data_dir, tmp, retrievers=("bm25", "dense"))
+        searcher = _tune_searcher(data_dir, tmp, index, home, ("bm25", "dense"), reporter)
         engine = Engine(searcher, model)
         with reporter.stage("linking the tune claims' evidence", total=len(claims)) as adv:
             pred = pe.predict(
