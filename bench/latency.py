@@ -80,6 +80,17 @@ def main() -> int:
         help="also time an int8 pair model with the fp32 equivalence cross-encoder, these budgets",
     )
     ap.add_argument(
+        "--fp32-caps",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        default=[],
+        help="also time the fp32 engine with these equivalence cross-encoder budgets",
+    )
+    ap.add_argument(
+        "--baseline-index",
+        default=None,
+        help="also time the default engine on this index (same home and models): before / after",
+    )
+    ap.add_argument(
         "--only-variants",
         action="store_true",
         help="time the default engine and the --caps variants only (no int8 / PyTorch rows, naive)",
@@ -107,6 +118,17 @@ def main() -> int:
             config=EngineConfig(
                 quantize=True, quantize_equivalence=False, equivalence_ce_max_pairs=cap
             ),
+        )
+    for cap in args.fp32_caps:
+        engines[f"engine, equivalence cap {cap}"] = Perspect.open(
+            args.index,
+            home=args.home,
+            model=args.model,
+            config=EngineConfig(equivalence_ce_max_pairs=cap),
+        )
+    if args.baseline_index:
+        engines[f"engine on index {args.baseline_index}"] = Perspect.open(
+            args.baseline_index, home=args.home, model=args.model
         )
     for cap in args.caps:
         engines[f"engine int8, equivalence cap {cap}"] = Perspect.open(

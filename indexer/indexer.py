@@ -26,7 +26,7 @@ from perspect.core.links import LINKS
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Item
-from perspect.indexer.links import KEEP, Links, compute
+from perspect.indexer.links import KEEP, Links, compute, with_sentences
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import ReadReport, read_pool
 from perspect.retriever.base import Backend
@@ -455,6 +455,13 @@ class Indexer:
             links.clear()
         with self.reporter.stage("linking perspectives to evidence", total=len(items)) as adv:
             rows = compute(items, ev, vecs, progress=adv)
+        if vecs is not None:
+            eids = sorted({x.evidence_id for _, got in rows for x in got})
+            evs = ItemStore(version / "evidence", readonly=True)
+            texts = {e: it.text for e, it in evs.get_many(eids).items()}
+            evs.close()
+            with self.reporter.stage("citing evidence sentences", total=len(eids)) as adv:
+                rows = with_sentences(rows, vecs, texts, ev["dense"].embed_queries, progress=adv)
         links.replace(rows)
         manifest["links"] = {
             "perspectives": links.count(),

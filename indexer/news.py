@@ -31,6 +31,18 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
     return out
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each sentence of `text`, in order."""
+    out, pos = [], 0
+    for s in split_sentences(text):
+        start = text.find(s, pos)
+        if start < 0:  # the segmenter changed it (whitespace): skip rather than misplace
+            continue
+        out.append((start, start + len(s)))
+        pos = start + len(s)
+    return out
+
+
 def _articles_from_json(path: Path, col: _Collector) -> Iterator[tuple[dict[str, Any], int]]:
     content = read_text_file(path)
     if path.suffix.lower() == ".json":

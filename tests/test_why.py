@@ -77,3 +77,78 @@ def test_citation_rates_beside_the_top_paragraph_baseline():
         "first_sentence_of_top_paragraph": round(100 * 2 / 3, 2),
     }
     assert citation_rates([]) is None
+
+
+def test_stored_sentences_cite_what_the_search_would_encode(
+    tiny_perspectrum, tiny_pair_model, tmp_path
+):
+    """Links keep their paragraph's closest sentence at index time; a search cites from them
+    with nothing encoded, and picks what encoding at query time picks."""
+    from perspect.core.perspectrum import load_claims
+    from perspect.indexer.links import MIN_CHARS
+    from perspect.lab.pools import pool_searcher
+    from perspect.pipeline.engine import Engine
+    from perspect.reranker.model import PairModel
+
+    searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
+    engine = Engine(searcher, PairModel.load(tiny_pair_model))
+    pids = [
+        str(p) for c in load_claims(tiny_perspectrum, "train") for cl in c.clusters for p in cl.pids
+    ]
+    stored = searcher.links().get(pids)
+    texts = searcher.store("evidence").get_many(
+        sorted({x.evidence_id for links in stored.values() for x in links})
+    )
+    n = 0
+    for links in stored.values():
+        for x in links:
+            assert x.why is not None
+            s, e = x.why
+            assert e - s >= MIN_CHARS or (s, e) == (0, 0)
+            n += e > s
+            assert (
+                s == e or texts[x.evidence_id].text[s:e].strip() == texts[x.evidence_id].text[s:e]
+            )
+    assert n > 0
+    calls = []
+    ev = searcher.vector_backend("evidence")
+    real = ev.embed_queries
+    ev.embed_queries = lambda t: calls.append(len(t)) or real(t)
+    compared = 0
+    for claim in load_claims(tiny_perspectrum, "train")[:4]:
+        res = engine.search(claim.text)
+        assert calls == []  # every cited sentence came from the links
+        for c in res.clusters:
+            if not c.evidence or not stored.get(c.representative.id):
+                continue
+            (fresh,) = why.cite(
+                [c], searcher.vector_backend("perspectives").vectors, real
+            )  # what the search would have encoded
+            assert c.why == fresh
+            compared += 1
+    assert compared > 0
+    searcher.close()
+
+
+def test_links_written_before_the_sentences_were_stored_still_work(tmp_path):
+    import sqlite3
+
+    from perspect.core.links import Link, Links
+
+    db = sqlite3.connect(tmp_path / "links.sqlite")
+    db.execute(
+        "CREATE TABLE links (pid TEXT, rank INTEGER, eid TEXT, score REAL, cosine REAL,"
+        " PRIMARY KEY (pid, rank))"
+    )
+    db.execute("INSERT INTO links VALUES ('p1', 0, 'e1', 0.03, 0.5)")
+    db.commit()
+    db.close()
+    old = Links(tmp_path)  # read-only, as a search opens it
+    assert old.get(["p1"])["p1"] == [Link("e1", 0.03, 0.5)]
+    old.close()
+    writer = Links(tmp_path, readonly=False)  # an add to the old index: the columns appear
+    writer.replace([("p2", [Link("e2", 0.02, 0.4, why=(3, 30), why_cosine=0.7)])])
+    got = writer.get(["p1", "p2"])
+    assert got["p1"][0].why is None and got["p2"][0].why == (3, 30)
+    assert got["p2"][0].why_cosine == 0.7
+    writer.close()

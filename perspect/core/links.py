@@ -15,6 +15,7 @@ LINKS = "links.sqlite"
 DEPTH = 20  # candidates taken from each retriever before fusion
 KEEP = 5  # links stored per perspective
 RRF_K = 60  # fusion constant of the stored scores (the engine's evidence stack reads them)
+WHY_COLUMNS = ("why_start", "why_end", "why_cos")
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,17 @@ class Link:
 
     `rrf` and `cosine` are stored at index time; `rmargin` (how much closer the paragraph is to
     this perspective than to any perspective outside its cluster) depends on the pool and the
-    cluster, so the engine computes it per search (0 until then, or without dense vectors)."""
+    cluster, so the engine computes it per search (0 until then, or without dense vectors).
+    `why` is the [start, end) of the paragraph's sentence closest to the perspective and
+    `why_cosine` its cosine, stored at index time so a search cites a sentence without encoding
+    one (None: an index linked before they were stored, or without dense vectors)."""
 
     evidence_id: str
     rrf: float
     cosine: float
     rmargin: float = 0.0
+    why: tuple[int, int] | None = None
+    why_cosine: float = 0.0
 
 
 class Links:
@@ -39,8 +45,17 @@ class Links:
         if not readonly:
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS links (pid TEXT, rank INTEGER, eid TEXT, score REAL,"
-                " cosine REAL, PRIMARY KEY (pid, rank))"
+                " cosine REAL, why_start INTEGER, why_end INTEGER, why_cos REAL,"
+                " PRIMARY KEY (pid, rank))"
             )
+            with self.db:  # a table written before the cited sentences were stored
+                for col in sorted(set(WHY_COLUMNS) - self._columns()):
+                    kind = "REAL" if col == "why_cos" else "INTEGER"
+                    self.db.execute(f"ALTER TABLE links ADD COLUMN {col} {kind}")
+        self.has_why = set(WHY_COLUMNS) <= self._columns()
+
+    def _columns(self) -> set[str]:
+        return {r[1] for r in self.db.execute("PRAGMA table_info(links)")}
 
     @classmethod
     def exists(cls, version: Path) -> bool:
@@ -49,15 +64,17 @@ class Links:
     def get(self, pids: Sequence[str], k: int = KEEP) -> dict[str, list[Link]]:
         """pid -> its links, best first."""
         out: dict[str, list[Link]] = {p: [] for p in pids}
+        cols = ", ".join(WHY_COLUMNS) if self.has_why else "NULL, NULL, NULL"
         for i in range(0, len(pids), 500):
             chunk = list(pids[i : i + 500])
             q = ",".join("?" * len(chunk))
-            for pid, eid, score, cos in self.db.execute(
-                f"SELECT pid, eid, score, cosine FROM links WHERE pid IN ({q}) AND rank < ?"
-                " ORDER BY pid, rank",
+            for pid, eid, score, cos, ws, we, wc in self.db.execute(
+                f"SELECT pid, eid, score, cosine, {cols} FROM links WHERE pid IN ({q})"
+                " AND rank < ? ORDER BY pid, rank",
                 [*chunk, k],
             ):
-                out[pid].append(Link(eid, score, cos))
+                why = (int(ws), int(we)) if ws is not None and we is not None else None
+                out[pid].append(Link(eid, score, cos, why=why, why_cosine=float(wc or 0.0)))
         return out
 
     def replace(self, rows: Iterable[tuple[str, list[Link]]]) -> None:
@@ -65,8 +82,20 @@ class Links:
             for pid, links in rows:
                 self.db.execute("DELETE FROM links WHERE pid = ?", (pid,))
                 self.db.executemany(
-                    "INSERT INTO links VALUES (?, ?, ?, ?, ?)",
-                    [(pid, r, x.evidence_id, x.rrf, x.cosine) for r, x in enumerate(links)],
+                    "INSERT INTO links (pid, rank, eid, score, cosine, why_start, why_end,"
+                    " why_cos) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            pid,
+                            r,
+                            x.evidence_id,
+                            x.rrf,
+                            x.cosine,
+                            *(x.why or (None, None)),
+                            x.why_cosine if x.why else None,
+                        )
+                        for r, x in enumerate(links)
+                    ],
                 )
 
     def drop(self, pids: Sequence[str]) -> None:

@@ -31,25 +31,31 @@ class Evidence:
 
     def __call__(self, clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
         """The clusters with their evidence, re-ranked: one with no backing paragraph scores less."""
-        found = self.for_groups([[m.id for m in c.members] for c in clusters[: self.clusters]])
+        found, stored = self.cited_for_groups(
+            [[m.id for m in c.members] for c in clusters[: self.clusters]]
+        )
         out = []
         for ci, c in enumerate(clusters):
             ev = tuple(found[ci]) if ci < len(found) else ()
             backed = any(e.verdict == "supports" for e in ev)
             score = c.score * (1.0 if backed else UNBACKED_PENALTY)
             out.append(replace(c, score=score, evidence=ev))
-        out = self.with_reasons(out)
+        stored += [{} for _ in range(len(out) - len(stored))]
+        out = self.with_reasons(out, stored)
         return sorted(out, key=lambda c: -c.score)
 
-    def with_reasons(self, clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
-        """Each cluster with evidence gets its cited sentence (pipeline.why)."""
+    def with_reasons(
+        self, clusters: list[PerspectiveCluster], stored: Sequence[why.Stored] | None = None
+    ) -> list[PerspectiveCluster]:
+        """Each cluster with evidence gets its cited sentence (pipeline.why): the one its links
+        stored at index time, else one scored here."""
         if not any(c.evidence for c in clusters):  # an index without evidence, say
             return clusters
         persp = self.searcher.vector_backend("perspectives")
         ev = self.searcher.vector_backend("evidence")
         vecs = persp.vectors if persp is not None and ev is not None else None
         embed = ev.embed_queries if vecs is not None else None
-        reasons = why.cite(clusters, vecs, embed)
+        reasons = why.cite(clusters, vecs, embed, stored if vecs is not None else None)
         return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
 
     def for_groups(self, groups: Sequence[Sequence[str]]) -> list[list[EvidenceItem]]:
@@ -59,9 +65,17 @@ class Evidence:
         (`backed_links`), or, with a fitted verdict cut (Decisions.evidence_verdict), those whose
         score clears it; the others are "related". (Fusing all members' links was measured
         too: T4 F1 38.3 vs 39.5 for the representative's on the tune claims.)"""
+        return self.cited_for_groups(groups)[0]
+
+    def cited_for_groups(
+        self, groups: Sequence[Sequence[str]]
+    ) -> tuple[list[list[EvidenceItem]], list[why.Stored]]:
+        """`for_groups`, and each group's sentences stored with its links (evidence id -> (span,
+        cosine)) for the cited reason."""
         chosen, items = self.group_links(groups)
         rule = self.decisions.evidence_rule
         verdict = self.decisions.evidence_verdict
+        stored = [{x.evidence_id: (x.why, x.why_cosine) for x in c if x.why} for c in chosen]
         out = []
         for links in chosen:
             scores, order, backed = ranked_links(links, self.decisions.stack("evidence"), rule)
@@ -79,7 +93,7 @@ class Evidence:
                     for rank, i in enumerate(order)
                 ]
             )
-        return out
+        return out, stored
 
     def group_links(self, groups: Sequence[Sequence[str]]):
         """Each group's links (with their reverse margins) in stored order, and the linked

@@ -2,78 +2,93 @@
 
 A paragraph backs a perspective through one or two of its sentences; showing the whole paragraph
 makes the reader find them. Each sentence of the cluster's evidence (sentencex, as news is split)
-is scored against the representative: the cosine of the index's dense vectors (the stored
-perspective vector, the sentences encoded at query time), or without a dense retriever the share
-of the perspective's words it repeats. Paragraphs marked as backing are cited before the others.
+is scored against the perspective: the cosine of the index's dense vectors, or without a dense
+retriever the share of the perspective's words it repeats. Paragraphs marked as backing are cited
+before the others. The cosines are index-time data (each stored link keeps its paragraph's best
+sentence, indexer.links): encoding a search's ~33 candidate sentences here cost ~190 ms of its
+~450; an index linked before that is still cited by encoding them at query time.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from perspect.core.result import EvidenceItem, PerspectiveCluster, Why
-from perspect.indexer.news import split_sentences
+from perspect.indexer.links import MIN_CHARS
+from perspect.indexer.news import sentence_spans
 
 _WORD = re.compile(r"\w+")
-MIN_CHARS = 20  # shorter pieces ("Yes.", "1.") are not a reason
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """[start, end) of each sentence of `text`, in order."""
-    out, pos = [], 0
-    for s in split_sentences(text):
-        start = text.find(s, pos)
-        if start < 0:  # the segmenter changed it (whitespace): skip rather than misplace
-            continue
-        out.append((start, start + len(s)))
-        pos = start + len(s)
-    return out
+def backing(evidence: Sequence[EvidenceItem]) -> list[EvidenceItem]:
+    """The paragraphs a cluster may cite from: its backing ones, else its best one."""
+    return [e for e in evidence if e.verdict == "supports"] or list(evidence[:1])
 
 
 def candidates(evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, tuple[int, int]]]:
     """The sentences a cluster may cite: those of its backing paragraphs, else of its best one."""
-    backing = [e for e in evidence if e.verdict == "supports"] or list(evidence[:1])
     return [
         (e, span)
-        for e in backing
+        for e in backing(evidence)
         for span in sentence_spans(e.text)
         if span[1] - span[0] >= MIN_CHARS
     ]
+
+
+Stored = Mapping[str, tuple[tuple[int, int], float]]  # evidence id -> (best span, its cosine)
 
 
 def cite(
     clusters: Sequence[PerspectiveCluster],
     perspective_vectors: Callable[[list[str]], np.ndarray] | None,
     embed: Callable[[list[str]], np.ndarray] | None,
+    stored: Sequence[Stored] | None = None,
 ) -> list[Why | None]:
-    """The cited sentence of each cluster (None where it has no evidence). With vectors, the
-    distinct candidate sentences of all clusters are encoded in one call."""
-    per = [candidates(c.evidence) for c in clusters]
-    texts = [e.text[s:t] for cand in per for e, (s, t) in cand]
+    """The cited sentence of each cluster (None where it has no evidence).
+
+    `stored[i]`: cluster i's links' best sentences, computed at index time (indexer.links); a
+    cluster whose every candidate paragraph has one is cited from them with nothing encoded (the
+    same choice: each paragraph's best sentence, then the best of those). The others are scored
+    here; with vectors, their distinct candidate sentences are encoded in one call."""
+    out: list[Why | None] = [None] * len(clusters)
+    todo = []
+    for ci, c in enumerate(clusters):
+        paragraphs = backing(c.evidence)
+        known = stored[ci] if stored is not None else {}
+        if paragraphs and all(e.id in known for e in paragraphs):
+            best = max(paragraphs, key=lambda e: known[e.id][1])  # first of ties, as below
+            (s, t), _ = known[best.id]
+            out[ci] = Why(best.id, best.text[s:t], (s, t)) if t > s else None
+        else:
+            todo.append(ci)
+    per = {ci: candidates(clusters[ci].evidence) for ci in todo}
+    texts = [e.text[s:t] for ci in todo for e, (s, t) in per[ci]]
     if not texts:
-        return [None] * len(clusters)
-    if perspective_vectors is not None and embed is not None:
-        reps = perspective_vectors([c.representative.id for c in clusters])
+        return out
+    vectors = perspective_vectors is not None and embed is not None
+    if vectors:
+        rep_ids = [clusters[ci].representative.id for ci in todo]
+        reps = dict(zip(todo, perspective_vectors(rep_ids), strict=True))
         # clusters of one claim share paragraphs: each distinct sentence is encoded once
         unique = list(dict.fromkeys(texts))
         row = {t: i for i, t in enumerate(unique)}
         sents = embed(unique)[[row[t] for t in texts]]
-    out: list[Why | None] = []
     k = 0
-    for ci, (c, cand) in enumerate(zip(clusters, per, strict=True)):
+    for ci in todo:
+        cand = per[ci]
         if not cand:
-            out.append(None)
             continue
-        if perspective_vectors is not None and embed is not None:
+        if vectors:
             scores = sents[k : k + len(cand)] @ reps[ci]
         else:
-            scores = np.array([_overlap(c.representative.text, e.text[s:t]) for e, (s, t) in cand])
+            rep = clusters[ci].representative.text
+            scores = np.array([_overlap(rep, e.text[s:t]) for e, (s, t) in cand])
         k += len(cand)
         e, (s, t) = cand[int(np.argmax(scores))]
-        out.append(Why(e.id, e.text[s:t], (s, t)))
+        out[ci] = Why(e.id, e.text[s:t], (s, t))
     return out
 
 
