@@ -96,7 +96,7 @@ def contents(index) -> tuple[np.ndarray, np.ndarray]:
     flat = faiss.downcast_index(inner.index)
     n, d = flat.ntotal, flat.d
     vecs = faiss.rev_swig_ptr(flat.get_xb(), n * d).reshape(n, d).copy() if n else np.zeros((0, d))
-    return faiss.vector_to_array(inner.id_map).astype(np.int64), vecs.astype(np.float32)
+    return faiss.vector_to_array(inner.id_map).astype(np.int64), vecs.astype(np.float32, copy=False)
 
 
 def build(kind: str, ids: np.ndarray, vecs: np.ndarray, nprobe: int, seed: int = 0):
