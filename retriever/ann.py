@@ -1,18 +1,19 @@
 """The dense backend's faiss index kinds: exact flat under `ann_min` vectors, IVF-Flat past it.
 
 Why an approximate index at all: an exact scan grows with the pool (bench/scale.py, 2 cores: 1M
-news sentences, p95 171 ms for the scan alone); IVF-Flat scans `nprobe` of its ~4 sqrt(n) lists, a
-few percent of the pool, and at 1M answers in ~15 ms at recall@10 ~.98 against flat.
+news sentences, p95 171 ms through the backend on an idle machine); IVF-Flat scans `nprobe` of its
+~4 sqrt(n) lists, a few percent of the pool: at 1M, p95 14 ms through the backend (query encoding
+included) at recall@10 .999 against flat (docs/scale-out.md, the table and its caveats).
 
-Why IVF-Flat and not HNSW (measured on the same 1M x 384 pool, docs/scale-out.md): HNSW (M 32,
-efConstruction 40) took 4-5x longer to build than IVF and reached recall@10 .75-.81 at the
-efSearch values tried, because the synthetic news pool (and real news: agency copy reprinted by
-many outlets) is full of near-duplicates that its greedy graph walk cannot tell apart; IVF puts
-near-duplicates in the same list and ranks them exactly there. IVF also deletes by id, which a
-faiss HNSW cannot.
+Why IVF-Flat and not HNSW (measured on the same 1M x 384 pool): faiss HNSW (M 32, efConstruction
+40) built no faster (255 s vs 233 s on a contended machine; 477 s vs 106 s in an earlier run) and
+reached recall@10 only .72 / .82 / .90 at efSearch 128 / 256 / 512, because the news pool is full
+of near-duplicates (the bench's noisy copies; in real news, agency copy reprinted by many outlets)
+that its greedy graph walk cannot tell apart, where IVF puts them in one list and ranks them
+exactly there. IVF also deletes by id, which a faiss HNSW cannot.
 
-Why small pools stay flat: exact results and no training below `ann_min` (200,000 by default),
-where a flat scan answers in ~20 ms or less.
+Why small pools stay flat: exact results and no training below `ann_min` (200,000 by default:
+a flat scan of 100k answered in 22 ms p95 through the backend, of 1M in 171 ms).
 
 Ids: IVF stores the backend's int64 ids itself (`add_with_ids`) with a hashtable direct map, so
 `remove_ids` and `reconstruct` by id behave as in the flat index's IndexIDMap2. (IndexIDMap2 over
