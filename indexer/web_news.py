@@ -1,0 +1,418 @@
+"""News from the web: pages and RSS/Atom feeds fetched, extracted and added to an index's news pool.
+
+Each input is a URL (an HTML page, or a feed whose entries' links are fetched in turn) or an
+article object (`title`, `outlet`/`source`, `date`, `url`, `text`, optional `id`). Pages go through
+trafilatura (main text, title, date, site name), feeds through feedparser; nothing here parses
+HTML by hand. Articles are de-duplicated by URL and by a hash of their text, within the batch and
+against the news already indexed, then written as one JSONL source through `Indexer.add`: the
+same sentence splitting, checks, copy-on-write version and writer lock as `perspect index add
+--news`, so readers keep answering from the version they hold while an add runs. A dead URL, a
+page that is not HTML or an article too short to be one is one line of the report; the rest
+still goes in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from perspect.core.config import check_name, resolve_home
+from perspect.core.errors import IndexBusy, PerspectError
+from perspect.core.layout import IndexDir
+from perspect.core.progress import NullReporter, Reporter
+from perspect.core.store import ItemStore
+
+# An extracted page whose text is shorter than this is a navigation page, a paywall or an error
+# page, not an article ("empty article" in the report).
+MIN_ARTICLE_CHARS = 200
+MAX_PAGE_BYTES = 5 * 1024 * 1024
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
+XML_TYPES = ("application/xml", "text/xml")
+STATUSES = ("added", "duplicate", "dead", "not_html", "empty", "bad")
+
+
+@dataclass(frozen=True)
+class Article:
+    """One article ready to index."""
+
+    id: str
+    text: str
+    url: str | None = None
+    title: str | None = None
+    outlet: str | None = None
+    date: str | None = None
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+    def record(self) -> dict[str, Any]:
+        rec = {
+            "id": self.id,
+            "text": self.text,
+            "url": self.url,
+            "title": self.title,
+            "outlet": self.outlet,
+            "date": self.date,
+        }
+        return {k: v for k, v in rec.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one input (a feed adds one outcome per entry)."""
+
+    input: str
+    status: str  # one of STATUSES
+    detail: str = ""
+    article_id: str | None = None
+    title: str | None = None
+
+    def line(self) -> str:
+        what = f"{self.status}: {self.input}"
+        if self.title:
+            what += f" ({self.title})"
+        return what + (f": {self.detail}" if self.detail else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "status": self.status,
+            "detail": self.detail,
+            "article_id": self.article_id,
+            "title": self.title,
+        }
+
+
+@dataclass(frozen=True)
+class NewsReport:
+    """What one news add did: the version it published (or the live one, when nothing was new)
+    and one outcome per article or failed input."""
+
+    index: str
+    version: str
+    outcomes: tuple[Outcome, ...]
+    sentences: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "perspect.news-add/1",
+            "index": self.index,
+            "version": self.version,
+            "added": self.count("added"),
+            "sentences": self.sentences,
+            "summary": {s: self.count(s) for s in STATUSES},
+            "counts": dict(self.counts),
+            "results": [o.to_json() for o in self.outcomes],
+        }
+
+
+def content_hash(text: str) -> str:
+    norm = " ".join(text.lower().split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:20]
+
+
+def canonical_url(url: str) -> str:
+    """The URL without its fragment, host lower-cased: two links to one article compare equal."""
+    p = urlsplit(url.strip())
+    return urlunsplit((p.scheme.lower(), p.netloc.lower(), p.path or "/", p.query, ""))
+
+
+def article_id_for(url: str | None, text: str) -> str:
+    key = canonical_url(url) if url else content_hash(text)
+    return "web-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+# -- fetching --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fetched:
+    url: str  # after redirects
+    content_type: str
+    body: bytes
+
+
+class FetchError(Exception):
+    def __init__(self, status: str, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def fetch(client, url: str) -> Fetched:
+    """GET `url` (redirects followed, at most MAX_PAGE_BYTES); FetchError("dead" | "bad")."""
+    import httpx
+
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise FetchError("bad", "not an http(s) URL")
+    try:
+        with client.stream("GET", url) as r:
+            if r.status_code >= 400:
+                raise FetchError("dead", f"HTTP {r.status_code}")
+            body = b""
+            for chunk in r.iter_bytes():
+                body += chunk
+                if len(body) > MAX_PAGE_BYTES:
+                    raise FetchError("not_html", f"over {MAX_PAGE_BYTES // 2**20} MiB")
+            ctype = r.headers.get("content-type", "").split(";")[0].strip().lower()
+            return Fetched(str(r.url), ctype, body)
+    except httpx.TimeoutException:
+        raise FetchError("dead", "timed out") from None
+    except httpx.ConnectError as e:
+        raise FetchError("dead", f"cannot connect ({_reason(e)})") from None
+    except httpx.HTTPError as e:
+        raise FetchError("dead", f"{type(e).__name__}: {_reason(e)}") from None
+
+
+def _reason(e: Exception) -> str:
+    text = str(e) or type(e).__name__
+    m = re.search(r"\] (.+?)['\")]*$", text)  # "[Errno 111] Connection refused"
+    return (m.group(1) if m else text).strip()[:120]
+
+
+def _looks_like_feed(f: Fetched) -> bool:
+    if f.content_type in FEED_TYPES:
+        return True
+    head = f.body[:512].lstrip().lower()
+    return f.content_type in XML_TYPES or (
+        f.content_type not in HTML_TYPES and head.startswith(b"<?xml")
+    )
+
+
+def extract_page(f: Fetched, fallback: dict[str, Any] | None = None) -> Article | Outcome:
+    """Main text and metadata of an HTML page (trafilatura), or the outcome that says why not."""
+    import trafilatura
+
+    if f.content_type and f.content_type not in HTML_TYPES:
+        return Outcome(f.url, "not_html", f"content type {f.content_type}")
+    html = f.body.decode("utf-8", errors="replace")
+    raw = trafilatura.extract(
+        html, url=f.url, output_format="json", with_metadata=True, include_comments=False
+    )
+    got = json.loads(raw) if raw else {}
+    fb = fallback or {}
+    text = (got.get("text") or "").strip()
+    title = got.get("title") or fb.get("title")
+    if len(text) < MIN_ARTICLE_CHARS:
+        detail = f"{len(text)} characters of text (an article has at least {MIN_ARTICLE_CHARS})"
+        return Outcome(f.url, "empty", detail, title=title)
+    first, _, rest = text.partition("\n")
+    if title and first.strip() == title.strip() and rest.strip():
+        text = rest.strip()  # the headline is the title, not the article's first sentence
+    text = re.sub(r"\n+", "\n\n", text)  # trafilatura's paragraphs: never one sentence across two
+    # trafilatura's JSON names the site name "source-hostname" (its `sitename`)
+    site = got.get("source-hostname") or got.get("sitename")
+    outlet = site or fb.get("outlet") or urlsplit(f.url).hostname
+    return Article(
+        id=article_id_for(f.url, text),
+        text=text,
+        url=canonical_url(f.url),
+        title=title,
+        outlet=outlet,
+        date=got.get("date") or fb.get("date"),
+    )
+
+
+def _feed_entries(f: Fetched) -> tuple[str, list[tuple[str, dict[str, Any]]]] | None:
+    """(feed title, [(entry link, fallback metadata)]) or None when `f` is no feed."""
+    import feedparser
+
+    parsed = feedparser.parse(f.body)
+    if not parsed.get("version") and not parsed.entries:
+        return None
+    feed_title = parsed.feed.get("title") or urlsplit(f.url).hostname or f.url
+    out = []
+    for e in parsed.entries:
+        link = e.get("link")
+        if not link:
+            continue
+        date = None
+        stamp = e.get("published_parsed") or e.get("updated_parsed")
+        if stamp:
+            date = time.strftime("%Y-%m-%d", stamp)
+        out.append((link, {"title": e.get("title"), "date": date, "outlet": feed_title}))
+    return feed_title, out
+
+
+# -- collecting inputs into articles ----------------------------------------------------------------
+def from_object(rec: Any, where: str) -> Article | Outcome:
+    """An article given as a JSON object."""
+    if not isinstance(rec, dict):
+        return Outcome(where, "bad", "expected a URL or an article object")
+    text = rec.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return Outcome(where, "empty", "article has no text", title=rec.get("title"))
+    for key in ("id", "url", "title", "outlet", "source", "date"):
+        if rec.get(key) is not None and not isinstance(rec[key], str | int):
+            return Outcome(where, "bad", f"'{key}' must be a string")
+    url = rec.get("url")
+    aid = str(rec["id"]).strip() if rec.get("id") is not None else article_id_for(url, text)
+    if not aid or "#" in aid:
+        return Outcome(where, "bad", "an article id must be non-empty, without '#'")
+    return Article(
+        id=aid,
+        text=text.strip(),
+        url=url,
+        title=rec.get("title"),
+        outlet=rec.get("outlet") or rec.get("source"),
+        date=None if rec.get("date") is None else str(rec["date"]),
+    )
+
+
+def collect(
+    inputs: Sequence[str | dict[str, Any]],
+    timeout: float = 10.0,
+    reporter: Reporter | None = None,
+) -> tuple[list[Article], list[Outcome]]:
+    """Fetch and extract every input. One failure never stops the others."""
+    import httpx
+
+    reporter = reporter or NullReporter()
+    articles: list[Article] = []
+    outcomes: list[Outcome] = []
+    headers = {"User-Agent": "perspect-news/0.1 (+https://github.com/perspect)"}
+    with (
+        httpx.Client(timeout=timeout, follow_redirects=True, headers=headers) as client,
+        reporter.stage("fetching news", total=len(inputs)) as advance,
+    ):
+        for i, item in enumerate(inputs):
+            if isinstance(item, str):
+                _collect_url(client, item.strip(), articles, outcomes, reporter)
+            else:
+                got = from_object(item, f"article {i + 1}")
+                (articles if isinstance(got, Article) else outcomes).append(got)
+            advance(1)
+    return articles, outcomes
+
+
+def _collect_url(client, url, articles, outcomes, reporter) -> None:
+    try:
+        page = fetch(client, url)
+    except FetchError as e:
+        outcomes.append(Outcome(url, e.status, e.detail))
+        return
+    feed = _feed_entries(page) if _looks_like_feed(page) else None
+    if feed is None:
+        got = extract_page(page)
+        if isinstance(got, Outcome):
+            got = Outcome(url, got.status, got.detail, title=got.title)  # the URL as given
+        (articles if isinstance(got, Article) else outcomes).append(got)
+        return
+    title, entries = feed
+    if not entries:
+        outcomes.append(Outcome(url, "empty", f"feed {title!r} has no entries with a link"))
+        return
+    with reporter.stage(f"feed {title}", total=len(entries)) as advance:
+        for link, meta in entries:
+            try:
+                got = extract_page(fetch(client, link), meta)
+            except FetchError as e:
+                got = Outcome(link, e.status, e.detail, title=meta.get("title"))
+            (articles if isinstance(got, Article) else outcomes).append(got)
+            advance(1)
+
+
+def dedupe(
+    articles: Sequence[Article], known_urls: set[str], known_hashes: set[str]
+) -> tuple[list[Article], list[Outcome]]:
+    """Drop articles whose URL or text is already indexed or earlier in the batch."""
+    keep: list[Article] = []
+    dropped: list[Outcome] = []
+    urls, hashes = set(known_urls), set(known_hashes)
+    for a in articles:
+        url = canonical_url(a.url) if a.url else None
+        where = a.url or a.id
+        if url and url in urls:
+            dropped.append(Outcome(where, "duplicate", "URL already indexed", a.id, a.title))
+        elif a.content_hash in hashes:
+            dropped.append(Outcome(where, "duplicate", "same text already indexed", a.id, a.title))
+        else:
+            keep.append(a)
+            hashes.add(a.content_hash)
+            if url:
+                urls.add(url)
+    return keep, dropped
+
+
+def indexed(home: Path, name: str, articles: Sequence[Article]) -> tuple[set[str], set[str]]:
+    """The URLs (canonical) and content hashes among `articles` that the live news pool holds."""
+    d = IndexDir(home, name)
+    lease = d.lease()
+    try:
+        folder = lease.version / "news"
+        if not (folder / ItemStore.FILENAME).is_file():
+            return set(), set()
+        store = ItemStore(folder, readonly=True)
+        try:
+            raw_urls = {u for a in articles if a.url for u in (a.url, canonical_url(a.url))}
+            urls = store.metadata_values("url", sorted(raw_urls))
+            hashes = store.metadata_values(
+                "content_hash", sorted({a.content_hash for a in articles})
+            )
+        finally:
+            store.close()
+    finally:
+        lease.release()
+    return {canonical_url(u) for u in urls}, hashes
+
+
+def add_news(
+    name: str,
+    inputs: Sequence[str | dict[str, Any]],
+    *,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    timeout: float = 10.0,
+    wait: float = 60.0,
+    on_write: Callable[[], None] | None = None,
+) -> NewsReport:
+    """Fetch, extract and de-duplicate `inputs`, then add the new articles to the news pool of
+    index `name`. `wait`: seconds to wait for another writer of the index (IndexBusy after)."""
+    from perspect.indexer.indexer import Indexer, Source
+
+    if not inputs:
+        raise PerspectError("no news to add", hint="pass URLs of pages or feeds, or articles")
+    root = resolve_home(home)
+    d = IndexDir(root, check_name(name))
+    live = d.current().name  # an unknown index is refused before anything is fetched
+    articles, outcomes = collect(inputs, timeout=timeout, reporter=reporter)
+    urls, hashes = indexed(root, name, articles)
+    fresh, dropped = dedupe(articles, urls, hashes)
+    outcomes += dropped
+    if not fresh:
+        return NewsReport(name, live, tuple(outcomes))
+    with tempfile.TemporaryDirectory(prefix="perspect-news-") as tmp:
+        path = Path(tmp) / f"news-add-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
+        lines = [json.dumps({**a.record(), "content_hash": a.content_hash}) for a in fresh]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        deadline = time.monotonic() + wait
+        indexer = Indexer(name, home=root, reporter=reporter, skip_bad=True)
+        while True:
+            try:
+                if on_write is not None:
+                    on_write()
+                rep = indexer.add([Source("news", path)])
+                break
+            except IndexBusy:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+    added = [Outcome(a.url or a.id, "added", "", a.id, a.title) for a in fresh]
+    return NewsReport(
+        name,
+        rep.version,
+        tuple(added + outcomes),
+        sentences=rep.added.get("news", 0) + rep.replaced.get("news", 0),
+        counts=dict(rep.counts),
+    )
