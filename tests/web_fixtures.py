@@ -135,16 +135,18 @@ def write_feed(folder: Path, base: str, name: str = "feed.xml") -> str:
 
 
 @contextmanager
-def perspect_server(config):
-    """`perspect serve` in this process: uvicorn on a free port, in a thread; yields its URL once
-    it answers /health."""
+def perspect_server(config, app=None):
+    """`perspect serve` in this process (`app`, else one made from `config`): uvicorn on a free
+    port, in a thread; yields its URL once it answers /health."""
     import httpx
     import uvicorn
 
     from perspect.serve.app import create_app
 
     server = uvicorn.Server(
-        uvicorn.Config(create_app(config), host="127.0.0.1", port=config.port, log_level="warning")
+        uvicorn.Config(
+            app or create_app(config), host="127.0.0.1", port=config.port, log_level="warning"
+        )
     )
     t = threading.Thread(target=server.run, daemon=True)
     t.start()

@@ -1,7 +1,7 @@
 """`perspect` command line: a thin layer over the Python API; errors print one line, exit 2.
 
 One module per command group (data, index, news, search, train, eval, models, compare, tui,
-correct), each with
+correct, serve), each with
 its handlers and a `register(sub)` that adds its parser; this module assembles them and owns the
 process-wide error handling.
 """
@@ -22,6 +22,7 @@ from perspect.cli import (
     models,
     news,
     search,
+    serve,
     train,
     tui,
 )
@@ -40,6 +41,7 @@ GROUPS = (
     tui,
     search,
     correct,
+    serve,
 )  # the order `--help` lists
 
 
