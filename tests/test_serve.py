@@ -271,3 +271,61 @@ def test_cli_serve_refuses_an_unknown_index_and_serves_a_real_one(index_home, ti
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _pids_ready(url: str, want: int, timeout: float = 90, exclude=()) -> set[int]:
+    """Pids of `want` distinct workers that answer /ready (each poll on a new connection)."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while len(seen) < want:
+        assert time.monotonic() < deadline, f"only {seen} ready"
+        try:
+            r = httpx.get(f"{url}/ready", headers={"Connection": "close"}, timeout=5)
+            if r.status_code == 200 and r.json()["pid"] not in exclude:
+                seen.add(r.json()["pid"])
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    return seen
+
+
+def test_workers_share_the_port_and_a_killed_one_is_replaced(index_home, tiny_pair_model):
+    import os
+    import signal
+    import subprocess
+
+    from tests.conftest import perspect_cmd
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [
+            *perspect_cmd(),
+            "serve",
+            "--index",
+            "tiny",
+            "--home",
+            str(index_home),
+            "--port",
+            str(port),
+            "--model",
+            str(tiny_pair_model),
+            "--workers",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        pids = _pids_ready(url, 2)
+        victim = min(pids)
+        os.kill(victim, signal.SIGKILL)
+        # the survivor keeps answering; uvicorn's supervisor starts a replacement
+        got = httpx.post(f"{url}/search", json={"claim": CLAIM}, timeout=60)
+        assert got.status_code == 200
+        new = _pids_ready(url, 1, exclude=pids)
+        assert new and victim not in new
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

@@ -30,6 +30,7 @@ from perspect.serve.config import ENV, ServeConfig
 from perspect.serve.models import Engines
 
 VERSION_HEADER = "X-Perspect-Index-Version"
+WORKER_HEADER = "X-Perspect-Worker"  # the worker process's pid (several with --workers N)
 log = logging.getLogger("perspect.serve")
 
 
@@ -91,7 +92,12 @@ def create_app(config: ServeConfig) -> FastAPI:
     @app.get("/ready")
     async def ready():
         """200 once the index is open and the models are loaded, else 503."""
-        body = {"ready": engines.ready, "index": config.index, "engines": engines.status()}
+        body = {
+            "ready": engines.ready,
+            "index": config.index,
+            "pid": os.getpid(),
+            "engines": engines.status(),
+        }
         return JSONResponse(body, status_code=200 if engines.ready else 503)
 
     @app.get("/indexes")
@@ -123,7 +129,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         if req.pool is not None and req.pool not in POOLS:
             raise PerspectError(f"unknown pool {req.pool!r}: one of {', '.join(POOLS)}")
         got = await engines.search(claim, req.k, req.fast, req.pool, req.retriever)
-        return JSONResponse(got.body, headers={VERSION_HEADER: got.version})
+        headers = {VERSION_HEADER: got.version, WORKER_HEADER: str(os.getpid())}
+        return JSONResponse(got.body, headers=headers)
 
     @app.post("/compare")
     async def compare(req: CompareRequest) -> dict[str, Any]:
