@@ -38,6 +38,7 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
 XML_TYPES = ("application/xml", "text/xml")
 STATUSES = ("added", "duplicate", "dead", "not_html", "empty", "bad")
+LABELS = {"dead": "dead URL", "not_html": "not HTML", "empty": "empty article", "bad": "bad input"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class Outcome:
     title: str | None = None
 
     def line(self) -> str:
-        what = f"{self.status}: {self.input}"
+        what = f"{LABELS.get(self.status, self.status)}: {self.input}"
         if self.title:
             what += f" ({self.title})"
         return what + (f": {self.detail}" if self.detail else "")
@@ -106,6 +107,11 @@ class NewsReport:
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
+
+    def summary(self) -> str:
+        """ "added 3, duplicate 1, dead URL 2, ...": the statuses that occurred."""
+        n = {s: self.count(s) for s in STATUSES}
+        return ", ".join(f"{LABELS.get(s, s)} {k}" for s, k in n.items() if k) or "nothing"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -329,14 +335,18 @@ def dedupe(
     """Drop articles whose URL or text is already indexed or earlier in the batch."""
     keep: list[Article] = []
     dropped: list[Outcome] = []
-    urls, hashes = set(known_urls), set(known_hashes)
+    urls, hashes = set(), set()  # of this batch
+
+    def dup(a: Article, what: str, batch: bool) -> None:
+        where = "earlier in this batch" if batch else "already indexed"
+        dropped.append(Outcome(a.url or a.id, "duplicate", f"{what} {where}", a.id, a.title))
+
     for a in articles:
         url = canonical_url(a.url) if a.url else None
-        where = a.url or a.id
-        if url and url in urls:
-            dropped.append(Outcome(where, "duplicate", "URL already indexed", a.id, a.title))
-        elif a.content_hash in hashes:
-            dropped.append(Outcome(where, "duplicate", "same text already indexed", a.id, a.title))
+        if url and (url in urls or url in known_urls):
+            dup(a, "URL", url in urls)
+        elif a.content_hash in hashes or a.content_hash in known_hashes:
+            dup(a, "same text", a.content_hash in hashes)
         else:
             keep.append(a)
             hashes.add(a.content_hash)

@@ -79,12 +79,14 @@ def test_the_same_article_by_url_or_by_text_is_a_duplicate(built, site, tmp_path
     (tmp_path / "site" / "copy.html").write_text((tmp_path / "site" / "animals.html").read_text())
     again = api.add_news("tiny", [url["animals"] + "#top", f"{base}/copy.html"], home=built)
     assert [o.status for o in again.outcomes] == ["duplicate", "duplicate"]
-    assert "URL" in again.outcomes[0].detail and "text" in again.outcomes[1].detail
+    assert again.outcomes[0].detail == "URL already indexed"
+    assert again.outcomes[1].detail == "same text already indexed"
     assert again.version == first.version  # nothing new: no write at all
     # within one batch too
     (tmp_path / "site" / "copy2.html").write_text((tmp_path / "site" / "nuclear.html").read_text())
     rep = api.add_news("tiny", [url["nuclear"], f"{base}/copy2.html"], home=built)
     assert [o.status for o in rep.outcomes] == ["added", "duplicate"]
+    assert rep.outcomes[1].detail == "same text earlier in this batch"
 
 
 def test_article_objects_and_bad_ones(built):
@@ -126,7 +128,7 @@ def test_cli_reports_each_input_and_adds_the_rest(built, site):
     )
     out = r.stdout
     assert "added: " + url["nuclear"] in out and "added: " + url["uniforms"] in out
-    assert f"empty: {url['short']}" in out and f"dead: {url['missing']}" in out
+    assert f"empty article: {url['short']}" in out and f"dead URL: {url['missing']}" in out
     assert "added 2" in out and "news sentences indexed" in out
     r = run_cli("news", "add", url["nuclear"], "--index", "tiny", "--home", str(built), "--json")
     got = json.loads(r.stdout)

@@ -24,11 +24,8 @@ def cmd_news_add(args: argparse.Namespace) -> int:
     c = console()
     for o in report.outcomes:
         c.print(f"  [{STYLE.get(o.status, 'red')}]{literal(o.line())}[/]")
-    summary = ", ".join(
-        f"{s.replace('_', ' ')} {n}" for s, n in report.to_json()["summary"].items() if n
-    )
     c.print(
-        f"[green]✓[/] index [bold]{literal(report.index)}[/] ({report.version}): {summary}; "
+        f"[green]✓[/] index [bold]{literal(report.index)}[/] ({report.version}): {report.summary()}; "
         f"{report.sentences:,} news sentences indexed"
     )
     return 0
