@@ -85,6 +85,7 @@ class Row:
     new: int
     writes: int
     write_s: float
+    error_kinds: dict = field(default_factory=dict)
 
     @property
     def throughput(self) -> float:
@@ -187,6 +188,7 @@ async def cell(url, index, clients, fast, duration, every) -> Row:
         tally.versions["new"],
         len(writes),
         statistics.median(writes) if writes else float("nan"),
+        dict(tally.errors),
     )
 
 
@@ -225,6 +227,10 @@ async def warm(url: str) -> None:
             await c.post("/search", json={"claim": claim, "fast": fast})
 
 
+def _kinds(kinds: dict) -> str:
+    return f" ({', '.join(f'{k}: {n}' for k, n in kinds.items())})" if kinds else ""
+
+
 def print_table(rows: list[Row]) -> None:
     print(
         "| pipeline | clients | searches | throughput /s | p50 ms | p95 ms | errors "
@@ -234,7 +240,8 @@ def print_table(rows: list[Row]) -> None:
     for r in rows:
         print(
             f"| {r.mode} | {r.clients} | {r.searches} | {r.throughput:.2f} | {r.p50:,.0f} | "
-            f"{r.p95:,.0f} | {r.errors} | {r.old} / {r.new} | {r.writes} ({r.write_s:.1f}) |"
+            f"{r.p95:,.0f} | {r.errors}{_kinds(r.error_kinds)} | {r.old} / {r.new} | "
+            f"{r.writes} ({r.write_s:.1f}) |"
         )
 
 
@@ -249,10 +256,24 @@ async def kill_run(args, url: str, proc: subprocess.Popen) -> dict:
     victim = min(pids)
     killed_at: list[float] = []
 
+    replaced: list[tuple[float, int]] = []  # when a new worker first said it was ready
+
     async def killer() -> None:
         await asyncio.sleep(args.kill_after)
         os.kill(victim, signal.SIGKILL)
         killed_at.append(time.monotonic())
+        # the clients keep their connections (to the survivor, once theirs to the killed worker
+        # broke): probe on new connections for uvicorn's replacement worker
+        while time.monotonic() < stop_at and not replaced:
+            try:
+                async with httpx.AsyncClient(timeout=5) as c:
+                    r = await c.get(f"{url}/ready", headers={"Connection": "close"})
+                body = r.json()
+                if r.status_code == 200 and body["pid"] not in pids:
+                    replaced.append((time.monotonic(), body["pid"]))
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass
+            await asyncio.sleep(0.5)
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as c:
@@ -272,8 +293,10 @@ async def kill_run(args, url: str, proc: subprocess.Popen) -> dict:
         "errors": dict(tally.errors),
         "error_window_s": round(max(e[1] for e in errors) - k, 2) if errors else 0.0,
         "recovered_by_retry": tally.reconnects,
-        "replacement_pids": sorted(new_pids),
-        "replacement_first_answer_s": None if first_new is None else round(first_new - k, 1),
+        "replacement_ready_s": round(replaced[0][0] - k, 1) if replaced else None,
+        "replacement_pid": replaced[0][1] if replaced else None,
+        "replacement_answered_clients": sorted(new_pids),
+        "replacement_first_client_answer_s": None if first_new is None else round(first_new - k, 1),
         "throughput_before": round(len(before) / (k - t_begin), 2),
         "throughput_after": round(len(ok_after) / max(1e-9, stop_at - k), 2),
         "p95_before_ms": round(1000 * pct([e[1] - e[0] for e in before], 0.95)),
