@@ -2,6 +2,8 @@
 
     python bench/load.py [--index default] [--home DIR] [--clients 1,4,16] [--duration 30]
 
+0. Baseline: the same claims searched in-process, one at a time, without HTTP (on a shared
+   machine, the load rows compare with this, measured in the same run).
 1. `perspect serve --index INDEX` (one worker) is started and warmed (both engines loaded, a few
    searches of each). Then, for `--fast` and the default pipeline, at 1, 4 and 16 concurrent
    clients (each sends its next search when the last is answered), for `--duration` seconds:
@@ -305,10 +307,48 @@ async def kill_run(args, url: str, proc: subprocess.Popen) -> dict:
     }
 
 
+def baseline(args) -> list[Row]:
+    """The same claims searched in this process, one at a time, no HTTP: what the machine gives
+    a search at this moment (the load rows are only comparable with this, on a shared machine)."""
+    from perspect import Perspect
+
+    rows = []
+    for fast in (True, False):
+        with Perspect.open(args.index, home=args.home, fast=fast) as p:
+            for claim in CLAIMS[:2]:
+                p.search(claim)  # warm
+            took = []
+            t0 = time.monotonic()
+            for claim in CLAIMS:
+                t = time.monotonic()
+                p.search(claim)
+                took.append(time.monotonic() - t)
+            seconds = time.monotonic() - t0
+        mode = "--fast" if fast else "default"
+        rows.append(
+            Row(
+                f"{mode}, in-process (no HTTP)",
+                1,
+                len(took),
+                seconds,
+                1000 * pct(took, 0.5),
+                1000 * pct(took, 0.95),
+                0,
+                0,
+                0,
+                0,
+                float("nan"),
+            )
+        )
+    return rows
+
+
 async def main_async(args) -> int:
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
-    rows: list[Row] = []
+    rows: list[Row] = baseline(args) if args.baseline else []
+    if rows:
+        print_table(rows)
     if args.clients:
         port = args.port
         proc = start_server(args, port, 1, logs / "serve-1.log")
@@ -357,6 +397,9 @@ def main() -> int:
     ap.add_argument("--write-every", type=float, default=5.0, help="seconds between adds (0: none)")
     ap.add_argument("--budget", type=float, default=60.0, help="the server's time budget")
     ap.add_argument("--no-kill", dest="kill", action="store_false", help="skip the kill run")
+    ap.add_argument(
+        "--no-baseline", dest="baseline", action="store_false", help="skip the in-process rows"
+    )
     ap.add_argument("--kill-after", type=float, default=10.0)
     ap.add_argument("--kill-duration", type=float, default=60.0, help="seconds of the kill run")
     ap.add_argument("--logs", default=str(ROOT / ".cache" / "load"))
