@@ -121,6 +121,7 @@ def read_news(path: str | Path, language: str = "en") -> ReadReport:
             "outlet": rec.get("outlet") or rec.get("source"),
             "date": rec.get("date"),
             "url": rec.get("url"),
+            "content_hash": rec.get("content_hash"),  # set by a news add (indexer.web_news)
         }
         meta = {k: v for k, v in meta.items() if v is not None}
         for pos, sent in enumerate(split_sentences(text, language)):

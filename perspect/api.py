@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from perspect.core.result import Coverage, SearchResult
 from perspect.core.service import ServiceStatus
 from perspect.core.types import POOLS, HitList, validate_claim
 from perspect.indexer.indexer import Indexer, Source, WriteReport
+from perspect.indexer.web_news import NewsReport
 from perspect.lab.evaluate import evaluate_perspectrum
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
 from perspect.reranker.model import TASKS, PairModel
@@ -149,6 +151,13 @@ class Perspect:
         )
         return SearchResult(claim, (), Coverage(0, 0, warning), hits.hits, hits.took_ms)
 
+    @contextmanager
+    def pinned(self) -> Iterator[str]:
+        """Hold one version of the index for the searches inside (in this thread) and yield its
+        name: what a server reports as the version an answer came from."""
+        with self._searcher.pinned() as view:
+            yield view.version.name
+
     def retrieve(
         self, query: str, k: int = 20, pool: str = "perspectives", retriever: str | None = None
     ) -> HitList:
@@ -257,11 +266,13 @@ class PerspectService:
 
 __all__ = [
     "IndexConfig",
+    "NewsReport",
     "Perspect",
     "PerspectService",
     "Source",
     "TrainResult",
     "WriteReport",
+    "add_news",
     "add_to_index",
     "build_index",
     "delete_from_index",
@@ -448,6 +459,24 @@ def add_to_index(
     return Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad).add(sources)
 
 
+def add_news(
+    name: str,
+    inputs: Sequence[str | dict[str, Any]],
+    *,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    timeout: float = 10.0,
+    wait: float = 60.0,
+) -> NewsReport:
+    """Fetch pages and RSS/Atom feeds (URLs) or take article objects, de-duplicate them by URL
+    and text, and add the new ones to the news pool of `name` (perspect.indexer.web_news). A
+    dead URL, a page that is not HTML or an empty article is one outcome of the report; the
+    rest still goes in. `wait`: seconds to wait for another writer of the index."""
+    from perspect.indexer.web_news import add_news as run
+
+    return run(name, inputs, home=home, reporter=reporter, timeout=timeout, wait=wait)
+
+
 def delete_from_index(
     name: str,
     pool: str,
@@ -584,17 +613,44 @@ def compare(
 ):
     """Article A against article B, sentence by sentence (perspect.pipeline.compare): where A
     strengthens B (agreement), where it weakens B (dispute), with the words that say so."""
-    from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
-    from perspect.reranker.comparator import Comparator
+    return Comparer(model_dir, config).compare(a, b)
 
-    art_a, art_b = Article.read(a), Article.read(b)
-    comparator = Comparator.load(model_dir or paths.comparator_model())
-    dense_dir = paths.dense_model_dir()
-    if (dense_dir / bundle.MANIFEST).is_file():
-        enc_dir = bundle.resolve(dense_dir)
-    else:
-        enc_dir = Path(paths.resolve_base(None))
-    return compare_articles(art_a, art_b, comparator, SentenceEncoder(enc_dir), config)
+
+class Comparer:
+    """`compare` with its models loaded once (a server compares many pairs): articles given as
+    (title, text) pairs or as files."""
+
+    def __init__(self, model_dir: str | Path | None = None, config=None):
+        self._model_dir, self._config = model_dir, config
+        self._models = None
+        self._lock = threading.Lock()
+
+    def _loaded(self):
+        from perspect.pipeline.compare import SentenceEncoder
+        from perspect.reranker.comparator import Comparator
+
+        with self._lock:
+            if self._models is None:
+                comparator = Comparator.load(self._model_dir or paths.comparator_model())
+                dense_dir = paths.dense_model_dir()
+                if (dense_dir / bundle.MANIFEST).is_file():
+                    enc_dir = bundle.resolve(dense_dir)
+                else:
+                    enc_dir = Path(paths.resolve_base(None))
+                self._models = (comparator, SentenceEncoder(enc_dir))
+            return self._models
+
+    def compare(self, a: tuple[str, str] | str | Path, b: tuple[str, str] | str | Path):
+        from perspect.pipeline.compare import Article, compare_articles
+
+        def article(x, label: str) -> Article:
+            if isinstance(x, tuple):
+                return Article.from_text(x[0], x[1], label)
+            return Article.read(x)
+
+        art_a, art_b = article(a, "article a"), article(b, "article b")
+        comparator, encoder = self._loaded()
+        return compare_articles(art_a, art_b, comparator, encoder, self._config)
 
 
 def evaluate_claimdiff(

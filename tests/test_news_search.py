@@ -162,6 +162,9 @@ async def test_tui_news_panel_and_cluster_detail(
         assert app.result.news[0].text[:30] in body.replace("\n", " ").replace("  ", " ") or (
             "strengthens" in body
         )
+        # each sentence under its article: outlet · date · title
+        first = app.result.news[0].metadata
+        assert f"{first['outlet']} · {first['date']} · {first['title']}" in body
         target = app.result.news[0].cluster
         for side in ("support", "oppose"):
             lv = app.query_one(f"#{side}-list", ListView)

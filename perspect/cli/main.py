@@ -1,6 +1,7 @@
 """`perspect` command line: a thin layer over the Python API; errors print one line, exit 2.
 
-One module per command group (data, index, search, train, eval, models, compare, tui, correct), each with
+One module per command group (data, index, news, search, train, eval, models, compare, tui,
+correct, serve), each with
 its handlers and a `register(sub)` that adds its parser; this module assembles them and owns the
 process-wide error handling.
 """
@@ -12,7 +13,19 @@ import errno
 import os
 import sys
 
-from perspect.cli import compare, correct, data, eval, index, models, search, train, tui
+from perspect.cli import (
+    compare,
+    correct,
+    data,
+    eval,
+    index,
+    models,
+    news,
+    search,
+    serve,
+    train,
+    tui,
+)
 from perspect.cli.common import console
 from perspect.core.errors import PerspectError
 from perspect.core.render import literal
@@ -20,6 +33,7 @@ from perspect.core.render import literal
 GROUPS = (
     data,
     index,
+    news,
     train,
     eval,
     models,
@@ -27,6 +41,7 @@ GROUPS = (
     tui,
     search,
     correct,
+    serve,
 )  # the order `--help` lists
 
 

@@ -59,9 +59,10 @@ def highlight(text: str, spans, style: str = "bold underline") -> str:
 
 
 def news_line(n) -> str:
-    """One news sentence for a terminal: relation, outlet/date, text with its rationale marked."""
+    """One news sentence for a terminal: relation, outlet · date · title, text with its rationale
+    marked."""
     colour = "green" if n.relation == "strengthens" else "red"
-    src = " · ".join(str(x) for x in (n.metadata.get("outlet"), n.metadata.get("date")) if x)
+    src = " · ".join(str(n.metadata[k]) for k in ("outlet", "date", "title") if n.metadata.get(k))
     head = f"[{colour}]{n.relation} ({n.probability:.2f})[/]" + (
         f" [dim]{literal(src)}[/]" if src else ""
     )

@@ -74,6 +74,21 @@ class ItemStore:
                 out[i] = Item(id=i, text=t, metadata=json.loads(m))
         return out
 
+    def metadata_values(self, key: str, values: Sequence[str]) -> set[str]:
+        """Which of `values` some item holds as its metadata `key` (a scan of the pool: the news
+        add's de-duplication by URL and by content hash)."""
+        if not key.isidentifier():
+            raise ValueError(f"not a metadata key: {key!r}")
+        found: set[str] = set()
+        for start in range(0, len(values), 900):
+            chunk = list(values[start : start + 900])
+            q = (
+                f"SELECT DISTINCT json_extract(metadata, '$.{key}') FROM items "
+                f"WHERE json_extract(metadata, '$.{key}') IN ({','.join('?' * len(chunk))})"
+            )
+            found.update(r[0] for r in self._db.execute(q, chunk))
+        return found
+
     def get(self, ident: str) -> Item | None:
         return self.get_many([ident]).get(ident)
 

@@ -58,10 +58,15 @@ class Article:
             first, _, rest = raw.lstrip().partition("\n")
             if first.startswith("#"):
                 title, raw = first.lstrip("#").strip(), rest
-        sentences = tuple(s for s in split_sentences(raw) if any(c.isalpha() for c in s))
+        return cls.from_text(title, raw, str(p))
+
+    @classmethod
+    def from_text(cls, title: str, text: str, source: str = "") -> Article:
+        """An article from its title and text (a file's, or a request's)."""
+        sentences = tuple(s for s in split_sentences(text) if any(c.isalpha() for c in s))
         if not sentences:
-            raise InputError(str(p), "no sentences in this article")
-        return cls(title, sentences, str(p))
+            raise InputError(source or title or "article", "no sentences in this article")
+        return cls(title, sentences, source)
 
 
 @dataclass(frozen=True)

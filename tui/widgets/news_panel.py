@@ -12,16 +12,30 @@ from perspect.core.render import plain
 from perspect.core.result import NewsItem
 
 
+def source_line(n: NewsItem) -> Text:
+    """The sentence's article: outlet · date · title (each when known)."""
+    t = Text()
+    parts = [
+        (n.metadata.get("outlet"), "bold"),
+        (n.metadata.get("date"), "dim"),
+        (n.metadata.get("title"), "italic"),
+    ]
+    for value, style in (p for p in parts if p[0]):
+        if t:
+            t.append(" · ", style="dim")
+        t.append(plain(str(value)), style=style)
+    return t
+
+
 def news_text(items: tuple[NewsItem, ...], cluster_of=None) -> Text:
-    """Each sentence with its relation, outlet and date, rationale words underlined; `cluster_of`
-    (representative id -> its text) names the perspective a sentence bears on most."""
+    """Each sentence under its relation and its article (outlet · date · title), rationale words
+    underlined; `cluster_of` (representative id -> its text) names the perspective a sentence
+    bears on most."""
     t = Text()
     for n in items:
         colour = "green" if n.relation == "strengthens" else "red"
         t.append(f"{n.relation} ({n.probability:.2f}) ", style=f"bold {colour}")
-        src = " · ".join(str(x) for x in (n.metadata.get("outlet"), n.metadata.get("date")) if x)
-        if src:
-            t.append(plain(src), style="dim")
+        t.append_text(source_line(n))
         t.append("\n  ")
         at = 0
         for s, e in n.rationale:
@@ -29,9 +43,6 @@ def news_text(items: tuple[NewsItem, ...], cluster_of=None) -> Text:
             t.append(plain(n.text[s:e]), style="bold underline")
             at = e
         t.append(plain(n.text[at:]) + "\n")
-        title = n.metadata.get("title")
-        if title:
-            t.append(f"  {plain(title)}\n", style="dim italic")
         if cluster_of and n.cluster in cluster_of:
             t.append(
                 f"  {n.cluster_relation} “{plain(cluster_of[n.cluster])}”\n", style=f"dim {colour}"

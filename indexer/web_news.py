@@ -1,0 +1,250 @@
+"""News from the web: pages and RSS/Atom feeds fetched, extracted and added to an index's news pool.
+
+Each input is a URL (an HTML page, or a feed whose entries' links are fetched in turn) or an
+article object (`title`, `outlet`/`source`, `date`, `url`, `text`, optional `id`). Pages go through
+trafilatura (main text, title, date, site name), feeds through feedparser; nothing here parses
+HTML by hand. Articles are de-duplicated by URL and by a hash of their text, within the batch and
+against the news already indexed, then written as one JSONL source through `Indexer.add`: the
+same sentence splitting, checks, copy-on-write version and writer lock as `perspect index add
+--news`, so readers keep answering from the version they hold while an add runs. A dead URL, a
+page that is not HTML or an article too short to be one is one line of the report; the rest
+still goes in.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perspect.core.config import check_name, resolve_home
+from perspect.core.errors import IndexBusy, PerspectError
+from perspect.core.layout import IndexDir
+from perspect.core.progress import NullReporter, Reporter
+from perspect.core.store import ItemStore
+from perspect.indexer.web_fetch import (
+    LABELS,
+    STATUSES,
+    Article,
+    FetchError,
+    Outcome,
+    article_id_for,
+    canonical_url,
+    extract_page,
+    feed_entries,
+    fetch,
+    looks_like_feed,
+)
+
+
+@dataclass(frozen=True)
+class NewsReport:
+    """What one news add did: the version it published (or the live one, when nothing was new)
+    and one outcome per article or failed input."""
+
+    index: str
+    version: str
+    outcomes: tuple[Outcome, ...]
+    sentences: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def summary(self) -> str:
+        """ "added 3, duplicate 1, dead URL 2, ...": the statuses that occurred."""
+        n = {s: self.count(s) for s in STATUSES}
+        return ", ".join(f"{LABELS.get(s, s)} {k}" for s, k in n.items() if k) or "nothing"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "perspect.news-add/1",
+            "index": self.index,
+            "version": self.version,
+            "added": self.count("added"),
+            "sentences": self.sentences,
+            "summary": {s: self.count(s) for s in STATUSES},
+            "counts": dict(self.counts),
+            "results": [o.to_json() for o in self.outcomes],
+        }
+
+
+# -- collecting inputs into articles ----------------------------------------------------------------
+def from_object(rec: Any, where: str) -> Article | Outcome:
+    """An article given as a JSON object."""
+    if not isinstance(rec, dict):
+        return Outcome(where, "bad", "expected a URL or an article object")
+    text = rec.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return Outcome(where, "empty", "article has no text", title=rec.get("title"))
+    for key in ("id", "url", "title", "outlet", "source", "date"):
+        if rec.get(key) is not None and not isinstance(rec[key], str | int):
+            return Outcome(where, "bad", f"'{key}' must be a string")
+    url = rec.get("url")
+    aid = str(rec["id"]).strip() if rec.get("id") is not None else article_id_for(url, text)
+    if not aid or "#" in aid:
+        return Outcome(where, "bad", "an article id must be non-empty, without '#'")
+    return Article(
+        id=aid,
+        text=text.strip(),
+        url=url,
+        title=rec.get("title"),
+        outlet=rec.get("outlet") or rec.get("source"),
+        date=None if rec.get("date") is None else str(rec["date"]),
+    )
+
+
+def collect(
+    inputs: Sequence[str | dict[str, Any]],
+    timeout: float = 10.0,
+    reporter: Reporter | None = None,
+) -> tuple[list[Article], list[Outcome]]:
+    """Fetch and extract every input. One failure never stops the others."""
+    import httpx
+
+    reporter = reporter or NullReporter()
+    articles: list[Article] = []
+    outcomes: list[Outcome] = []
+    headers = {"User-Agent": "perspect-news/0.1 (+https://github.com/perspect)"}
+    with (
+        httpx.Client(timeout=timeout, follow_redirects=True, headers=headers) as client,
+        reporter.stage("fetching news", total=len(inputs)) as advance,
+    ):
+        for i, item in enumerate(inputs):
+            if isinstance(item, str):
+                _collect_url(client, item.strip(), articles, outcomes, reporter)
+            else:
+                got = from_object(item, f"article {i + 1}")
+                (articles if isinstance(got, Article) else outcomes).append(got)
+            advance(1)
+    return articles, outcomes
+
+
+def _collect_url(client, url, articles, outcomes, reporter) -> None:
+    try:
+        page = fetch(client, url)
+    except FetchError as e:
+        outcomes.append(Outcome(url, e.status, e.detail))
+        return
+    feed = feed_entries(page) if looks_like_feed(page) else None
+    if feed is None:
+        got = extract_page(page)
+        if isinstance(got, Outcome):
+            got = Outcome(url, got.status, got.detail, title=got.title)  # the URL as given
+        (articles if isinstance(got, Article) else outcomes).append(got)
+        return
+    title, entries = feed
+    if not entries:
+        outcomes.append(Outcome(url, "empty", f"feed {title!r} has no entries with a link"))
+        return
+    with reporter.stage(f"feed {title}", total=len(entries)) as advance:
+        for link, meta in entries:
+            try:
+                got = extract_page(fetch(client, link), meta)
+            except FetchError as e:
+                got = Outcome(link, e.status, e.detail, title=meta.get("title"))
+            (articles if isinstance(got, Article) else outcomes).append(got)
+            advance(1)
+
+
+def dedupe(
+    articles: Sequence[Article], known_urls: set[str], known_hashes: set[str]
+) -> tuple[list[Article], list[Outcome]]:
+    """Drop articles whose URL or text is already indexed or earlier in the batch."""
+    keep: list[Article] = []
+    dropped: list[Outcome] = []
+    urls, hashes = set(), set()  # of this batch
+
+    def dup(a: Article, what: str, batch: bool) -> None:
+        where = "earlier in this batch" if batch else "already indexed"
+        dropped.append(Outcome(a.url or a.id, "duplicate", f"{what} {where}", a.id, a.title))
+
+    for a in articles:
+        url = canonical_url(a.url) if a.url else None
+        if url and (url in urls or url in known_urls):
+            dup(a, "URL", url in urls)
+        elif a.content_hash in hashes or a.content_hash in known_hashes:
+            dup(a, "same text", a.content_hash in hashes)
+        else:
+            keep.append(a)
+            hashes.add(a.content_hash)
+            if url:
+                urls.add(url)
+    return keep, dropped
+
+
+def indexed(home: Path, name: str, articles: Sequence[Article]) -> tuple[set[str], set[str]]:
+    """The URLs (canonical) and content hashes among `articles` that the live news pool holds."""
+    d = IndexDir(home, name)
+    lease = d.lease()
+    try:
+        folder = lease.version / "news"
+        if not (folder / ItemStore.FILENAME).is_file():
+            return set(), set()
+        store = ItemStore(folder, readonly=True)
+        try:
+            raw_urls = {u for a in articles if a.url for u in (a.url, canonical_url(a.url))}
+            urls = store.metadata_values("url", sorted(raw_urls))
+            hashes = store.metadata_values(
+                "content_hash", sorted({a.content_hash for a in articles})
+            )
+        finally:
+            store.close()
+    finally:
+        lease.release()
+    return {canonical_url(u) for u in urls}, hashes
+
+
+def add_news(
+    name: str,
+    inputs: Sequence[str | dict[str, Any]],
+    *,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    timeout: float = 10.0,
+    wait: float = 60.0,
+    on_write: Callable[[], None] | None = None,
+) -> NewsReport:
+    """Fetch, extract and de-duplicate `inputs`, then add the new articles to the news pool of
+    index `name`. `wait`: seconds to wait for another writer of the index (IndexBusy after)."""
+    from perspect.indexer.indexer import Indexer, Source
+
+    if not inputs:
+        raise PerspectError("no news to add", hint="pass URLs of pages or feeds, or articles")
+    root = resolve_home(home)
+    d = IndexDir(root, check_name(name))
+    live = d.current().name  # an unknown index is refused before anything is fetched
+    articles, outcomes = collect(inputs, timeout=timeout, reporter=reporter)
+    urls, hashes = indexed(root, name, articles)
+    fresh, dropped = dedupe(articles, urls, hashes)
+    outcomes += dropped
+    if not fresh:
+        return NewsReport(name, live, tuple(outcomes))
+    with tempfile.TemporaryDirectory(prefix="perspect-news-") as tmp:
+        path = Path(tmp) / f"news-add-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
+        lines = [json.dumps({**a.record(), "content_hash": a.content_hash}) for a in fresh]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        deadline = time.monotonic() + wait
+        indexer = Indexer(name, home=root, reporter=reporter, skip_bad=True)
+        while True:
+            try:
+                if on_write is not None:
+                    on_write()
+                rep = indexer.add([Source("news", path)])
+                break
+            except IndexBusy:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+    added = [Outcome(a.url or a.id, "added", "", a.id, a.title) for a in fresh]
+    return NewsReport(
+        name,
+        rep.version,
+        tuple(added + outcomes),
+        sentences=rep.added.get("news", 0) + rep.replaced.get("news", 0),
+        counts=dict(rep.counts),
+    )

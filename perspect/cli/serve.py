@@ -1,0 +1,63 @@
+"""`perspect serve`: the HTTP JSON API over one index (perspect.serve)."""
+
+from __future__ import annotations
+
+import argparse
+
+from perspect.cli.common import add_home
+from perspect.serve.config import ServeConfig
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from perspect.serve.app import run
+
+    run(
+        ServeConfig(
+            index=args.index,
+            home=args.home,
+            model=args.model,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            max_body_bytes=args.max_body_bytes,
+            max_claim_chars=args.max_claim_chars,
+            max_k=args.max_k,
+            time_budget_s=args.time_budget,
+            concurrent_searches=args.concurrent_searches,
+            access_log=args.access_log,
+        )
+    )
+    return 0
+
+
+def register(sub) -> None:
+    """`perspect serve`."""
+    d = ServeConfig()  # its defaults (the module imports no server)
+    s = sub.add_parser(
+        "serve", help="serve search, compare and news adds over HTTP (JSON API, OpenAPI at /docs)"
+    )
+    s.add_argument("--index", default="default")
+    s.add_argument("--host", default=d.host)
+    s.add_argument("--port", type=int, default=d.port)
+    s.add_argument(
+        "--workers", type=int, default=d.workers, help="processes, each with its own models"
+    )
+    s.add_argument("--model", default=None, help="pairwise model folder (default: models/pair)")
+    s.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes)
+    s.add_argument("--max-claim-chars", type=int, default=d.max_claim_chars)
+    s.add_argument("--max-k", type=int, default=d.max_k)
+    s.add_argument(
+        "--time-budget",
+        type=float,
+        default=d.time_budget_s,
+        help="seconds per request (504 past it)",
+    )
+    s.add_argument(
+        "--concurrent-searches",
+        type=int,
+        default=d.concurrent_searches,
+        help="searches run at once per worker; the rest queue (default 2: this machine's cores)",
+    )
+    s.add_argument("--access-log", action="store_true", help="log every request")
+    add_home(s)
+    s.set_defaults(func=cmd_serve)

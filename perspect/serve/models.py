@@ -1,0 +1,176 @@
+"""The engines of one worker process: the index opened and the models loaded once, in the
+background, so that the process answers /health at once and /ready when it can search.
+
+A search that arrives while the models load waits for them (within its time budget) instead of
+failing; searches run on a small thread pool, at most `concurrent_searches` at once (two cores
+here: more at once only slows each), and one that runs past its budget is cancelled at its next
+stage (the engine's cancel event) and answered 504.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from perspect.api import Comparer, Perspect
+from perspect.core.errors import Cancelled, PerspectError
+from perspect.serve.config import ServeConfig
+
+log = logging.getLogger("perspect.serve")
+WARM_CLAIM = "animals should have lawful rights"
+
+
+class NotReady(PerspectError):
+    """The models are still loading (or failed to): 503."""
+
+
+class TimedOut(PerspectError):
+    """The request ran past its time budget: 504."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A search's JSON and the index version it read."""
+
+    body: dict[str, Any]
+    version: str
+
+
+class _Slot:
+    """One engine (default or --fast), loaded by the background thread."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.ready = threading.Event()
+        self.handle: Perspect | None = None
+        self.error: str | None = None
+        self.seconds: float | None = None
+
+
+class Engines:
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self.slots = {"default": _Slot("default"), "fast": _Slot("fast")}
+        self.comparer = Comparer()
+        self._pool = ThreadPoolExecutor(config.concurrent_searches + 1, "perspect-search")
+        self._limit: asyncio.Semaphore | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._limit = asyncio.Semaphore(self.config.concurrent_searches)
+        self._thread = threading.Thread(target=self._load_all, name="perspect-load", daemon=True)
+        self._thread.start()
+
+    def _load_all(self) -> None:
+        order = ["default", "fast"] if self.config.warm_fast else ["default"]
+        for name in order:
+            self._load(self.slots[name])
+
+    def _load(self, slot: _Slot) -> None:
+        if slot.ready.is_set():
+            return
+        t0 = time.perf_counter()
+        try:
+            cfg = self.config
+            p = Perspect.open(cfg.index, home=cfg.home, model=cfg.model, fast=slot.name == "fast")
+            if p.has_models:
+                p.engine()
+                p.search(WARM_CLAIM)  # the first search opens what the engine opens lazily
+            slot.handle = p
+        except Exception as e:  # reported by /ready and by each search
+            slot.error = f"{type(e).__name__}: {e}"
+            log.exception("loading the %s engine failed", slot.name)
+        slot.seconds = round(time.perf_counter() - t0, 2)
+        slot.ready.set()
+        log.info("%s engine ready in %.1f s", slot.name, slot.seconds)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            name: {
+                "loaded": s.ready.is_set() and s.error is None,
+                "error": s.error,
+                "seconds": s.seconds,
+            }
+            for name, s in self.slots.items()
+        }
+
+    @property
+    def ready(self) -> bool:
+        s = self.slots["default"]
+        return s.ready.is_set() and s.error is None
+
+    async def _handle(self, fast: bool, deadline: float) -> Perspect:
+        slot = self.slots["fast" if fast else "default"]
+        if not slot.ready.is_set():
+            if fast and not self.config.warm_fast:
+                threading.Thread(target=self._load, args=(slot,), daemon=True).start()
+            left = deadline - time.monotonic()
+            if left <= 0 or not await asyncio.to_thread(slot.ready.wait, left):
+                raise TimedOut("the models are still loading; the time budget ran out")
+        if slot.handle is None:
+            raise NotReady(f"the {slot.name} engine failed to load: {slot.error}")
+        return slot.handle
+
+    async def run(self, fast: bool, work, deadline: float):
+        """`work(handle, cancel)` on the search pool, within the deadline."""
+        handle = await self._handle(fast, deadline)
+        assert self._limit is not None
+        try:
+            await asyncio.wait_for(self._limit.acquire(), deadline - time.monotonic())
+        except TimeoutError:
+            raise TimedOut("the server is busy; the time budget ran out in the queue") from None
+        cancel = threading.Event()
+        fut = asyncio.get_running_loop().run_in_executor(self._pool, work, handle, cancel)
+        fut.add_done_callback(lambda _: self._limit.release())
+        try:
+            return await asyncio.wait_for(
+                asyncio.shield(fut), max(0.0, deadline - time.monotonic())
+            )
+        except TimeoutError:
+            cancel.set()  # the search stops at its next stage; its slot frees when it does
+            raise TimedOut(
+                f"the search ran past the {self.config.time_budget_s:g} s budget"
+            ) from None
+
+    async def search(self, claim: str, k: int | None, fast: bool, pool: str | None, retriever):
+        deadline = time.monotonic() + self.config.time_budget_s
+
+        def work(p: Perspect, cancel: threading.Event) -> Answer:
+            with p.pinned() as version:
+                if pool is None and retriever is None:
+                    res = p.search(claim, cancel=cancel, k=k)
+                else:
+                    res = p.retrieve(
+                        claim, 20 if k is None else k, pool or "perspectives", retriever
+                    )
+                return Answer(res.to_json(), version)
+
+        try:
+            return await self.run(fast, work, deadline)
+        except Cancelled:
+            raise TimedOut(
+                f"the search ran past the {self.config.time_budget_s:g} s budget"
+            ) from None
+
+    async def compare(self, a: tuple[str, str], b: tuple[str, str]) -> dict[str, Any]:
+        deadline = time.monotonic() + self.config.time_budget_s
+        fut = asyncio.get_running_loop().run_in_executor(
+            self._pool, lambda: self.comparer.compare(a, b).to_json()
+        )
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), deadline - time.monotonic())
+        except TimeoutError:
+            raise TimedOut(
+                f"the comparison ran past the {self.config.time_budget_s:g} s budget"
+            ) from None
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for s in self.slots.values():
+            if s.handle is not None:
+                s.handle.close()
