@@ -378,9 +378,9 @@ def run_shipped(log) -> dict:
 
 
 def run_trained(args, log) -> dict:
-    torch.manual_seed(13)
+    torch.manual_seed(args.seed)
     trunk = Trunk(args.base, args.top)
-    res: dict = {"base": args.base, "mode": args.mode, "top": args.top}
+    res: dict = {"base": args.base, "mode": args.mode, "top": args.top, "seed": args.seed}
     fit_rows, ev = perspectrum_rows(log)
     st = States(trunk, args.mode, 64 if args.mode == "joint" else 40)
     t0 = time.perf_counter()
@@ -400,7 +400,9 @@ def run_trained(args, log) -> dict:
         vst.need([(r[1], r[2]) for r in vc + vheld] + [(a, b) for a, b, _ in cmp_rows], log)
         res["lower_seconds_vitaminc"] = round(time.perf_counter() - t0, 1)
         vtop = Top(trunk, {"vitaminc": 3})
-        res["vitaminc_train"] = train(vtop, {"vitaminc": (vc, vst)}, args.vitaminc, args.lr, log)
+        res["vitaminc_train"] = train(
+            vtop, {"vitaminc": (vc, vst)}, args.vitaminc, args.lr, log, seed=args.seed
+        )
         pv = predict(vtop, vst, [(r[1], r[2]) for r in vheld], "vitaminc")
         yv = np.array([r[3] for r in vheld])
         res["vitaminc_heldout"] = {
@@ -417,7 +419,9 @@ def run_trained(args, log) -> dict:
     top = Top(trunk, {"relevance": 1, "stance": 1})
     if init:
         top.layers.load_state_dict(init)
-    res["train"] = train(top, {k: (v, st) for k, v in fit_rows.items()}, args.epochs, args.lr, log)
+    res["train"] = train(
+        top, {k: (v, st) for k, v in fit_rows.items()}, args.epochs, args.lr, log, seed=args.seed
+    )
 
     def sp(rows, neg=False):
         return predict(top, st, [(n if neg else c, t) for c, n, t, _ in rows], "stance")
@@ -444,7 +448,7 @@ def run_trained(args, log) -> dict:
     if init:
         ctop.layers.load_state_dict(init)
     res["claimdiff_train"] = train(
-        ctop, {"claimdiff": (rows, cst)}, args.cd_epochs, args.lr, log, batch=16
+        ctop, {"claimdiff": (rows, cst)}, args.cd_epochs, args.lr, log, batch=16, seed=args.seed
     )
     probs = predict(ctop, cst, [(p.claim_a, p.claim_b) for p in dev], "claimdiff")
     res["claimdiff"] = claimdiff_metrics(probs, dev)
@@ -566,6 +570,7 @@ def main() -> None:
     ap.add_argument("--cd-epochs", type=float, default=6.0)
     ap.add_argument("--vitaminc", type=float, default=0.0, help="epochs of the VitaminC phase")
     ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--seed", type=int, default=13, help="model init, dropout and batch order")
     ap.add_argument("--shipped", action="store_true")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--serve", action="store_true", help="only the serving-cost table")
