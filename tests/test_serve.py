@@ -14,7 +14,15 @@ from perspect.core.config import IndexConfig
 from perspect.serve.config import ServeConfig
 from tests.conftest import PERSPECTIVES, run_cli, write_json
 from tests.test_news_search import _comparator
-from tests.web_fixtures import free_port, perspect_server, static_server, wait_ready, write_site
+from tests.web_fixtures import (
+    free_port,
+    perspect_server,
+    serve_process,
+    static_server,
+    wait_healthy,
+    wait_ready,
+    write_site,
+)
 
 pytestmark = pytest.mark.slow
 CLAIM = "Animals feel pain and need legal protection"
@@ -233,44 +241,12 @@ def test_compare_answers_as_the_cli(server):
 
 
 def test_cli_serve_refuses_an_unknown_index_and_serves_a_real_one(index_home, tiny_pair_model):
-    import subprocess
-
-    from tests.conftest import perspect_cmd
-
     r = run_cli("serve", "--index", "nope", "--home", str(index_home), ok=False)
     assert r.returncode == 2 and "no index named 'nope'" in r.stderr and "Traceback" not in r.stderr
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            *perspect_cmd(),
-            "serve",
-            "--index",
-            "tiny",
-            "--home",
-            str(index_home),
-            "--port",
-            str(port),
-            "--model",
-            str(tiny_pair_model),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < wait and proc.poll() is None
-            time.sleep(0.1)
-        got = httpx.post(f"http://127.0.0.1:{port}/search", json={"claim": CLAIM}, timeout=60)
+    with serve_process(index_home, tiny_pair_model) as (proc, url):
+        wait_healthy(url, lambda: proc.poll() is None, timeout=60)
+        got = httpx.post(f"{url}/search", json={"claim": CLAIM}, timeout=60)
         assert got.status_code == 200 and json.loads(got.text)["schema"] == "perspect.result/1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _pids_ready(url: str, want: int, timeout: float = 90, exclude=()) -> set[int]:
@@ -292,32 +268,8 @@ def _pids_ready(url: str, want: int, timeout: float = 90, exclude=()) -> set[int
 def test_workers_share_the_port_and_a_killed_one_is_replaced(index_home, tiny_pair_model):
     import os
     import signal
-    import subprocess
 
-    from tests.conftest import perspect_cmd
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            *perspect_cmd(),
-            "serve",
-            "--index",
-            "tiny",
-            "--home",
-            str(index_home),
-            "--port",
-            str(port),
-            "--model",
-            str(tiny_pair_model),
-            "--workers",
-            "2",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    with serve_process(index_home, tiny_pair_model, "--workers", "2") as (_, url):
         pids = _pids_ready(url, 2)
         victim = min(pids)
         os.kill(victim, signal.SIGKILL)
@@ -326,6 +278,3 @@ def test_workers_share_the_port_and_a_killed_one_is_replaced(index_home, tiny_pa
         assert got.status_code == 200
         new = _pids_ready(url, 1, exclude=pids)
         assert new and victim not in new
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)

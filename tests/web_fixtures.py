@@ -138,7 +138,6 @@ def write_feed(folder: Path, base: str, name: str = "feed.xml") -> str:
 def perspect_server(config, app=None):
     """`perspect serve` in this process (`app`, else one made from `config`): uvicorn on a free
     port, in a thread; yields its URL once it answers /health."""
-    import httpx
     import uvicorn
 
     from perspect.serve.app import create_app
@@ -151,21 +150,54 @@ def perspect_server(config, app=None):
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
     url = f"http://127.0.0.1:{config.port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or not t.is_alive():
-            raise RuntimeError("the server did not start")
-        time.sleep(0.05)
+    wait_healthy(url, t.is_alive, timeout=30)
     try:
         yield url
     finally:
         server.should_exit = True
         t.join(timeout=15)
+
+
+def wait_healthy(url: str, alive, timeout: float = 60) -> None:
+    """Poll /health until it answers 200; fails once `alive()` is false or past `timeout`."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or not alive():
+            raise RuntimeError("the server did not start")
+        time.sleep(0.05)
+
+
+@contextmanager
+def serve_process(home: Path, model: Path, *extra: str, index: str = "tiny"):
+    """`perspect serve` as a user starts it, in its own process group on a free port; yields
+    (process, URL) once it answers /health, and stops the group after."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.conftest import perspect_cmd
+
+    port = free_port()
+    args = ["serve", "--index", index, "--home", str(home), "--port", str(port)]
+    proc = subprocess.Popen(
+        [*perspect_cmd(), *args, "--model", str(model), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        yield proc, url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 def wait_ready(url: str, timeout: float = 120) -> dict:
