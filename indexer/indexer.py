@@ -24,11 +24,13 @@ from perspect.core.errors import IndexDamaged, PerspectError, environment_error
 from perspect.core.layout import IndexDir
 from perspect.core.links import LINKS
 from perspect.core.progress import NullReporter, Reporter
+from perspect.core.states import States, quantize
 from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Item
 from perspect.indexer.links import KEEP, Links, compute, with_sentences
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import ReadReport, read_pool
+from perspect.reranker import stance_trunk
 from perspect.retriever.base import Backend
 from perspect.retriever.registry import backend_class
 
@@ -175,6 +177,11 @@ class Indexer:
                     links = Links(version, readonly=False)
                     links.drop(present)
                     links.close()
+                if pool == "perspectives" and States.exists(version / pool):
+                    states = States(version / pool, readonly=False)
+                    states.drop(present)
+                    manifest.setdefault("stance_states", {})["count"] = states.count()
+                    states.close()
                 store = ItemStore(version / pool, readonly=True)
                 manifest["pools"][pool] = self._pool_entry(store, manifest)
                 store.close()
@@ -404,6 +411,9 @@ class Indexer:
             self._link(version, manifest)  # new evidence can outrank any existing link
         elif "perspectives" in by_pool:
             self._link(version, manifest, [it.id for it in by_pool["perspectives"]])
+        if "perspectives" in by_pool:
+            fresh = op == "build" or not States.exists(version / "perspectives")
+            self._states(version, manifest, None if fresh else by_pool["perspectives"])
         manifest["libraries"] = mf.library_versions(libs)
         mf.save(version, manifest)
         return WriteReport(
@@ -472,6 +482,38 @@ class Indexer:
         links.close()
         for b in ev.values():
             b.close()
+
+    def _states(self, version: Path, manifest: dict[str, Any], items: list[Item] | None) -> None:
+        """Store the stance trunk's lower-layer states of `items` (None: of every perspective):
+        a search then runs only the claim's lower layers and the top ones per candidate."""
+        if not IndexConfig.from_json(manifest["config"]).stance_states:
+            return
+        folder = stance_trunk.bundled()
+        if folder is None:
+            return
+        t0 = time.perf_counter()
+        with self.reporter.stage("loading the stance trunk"):
+            trunk = stance_trunk.StanceTrunk.load(folder)
+        store = ItemStore(version / "perspectives", readonly=True)
+        todo = [(it.id, it.text) for it in (store if items is None else items)]
+        store.close()
+        states = States(version / "perspectives", readonly=False)
+        states.set_key(trunk.states_key)
+        if items is None:
+            states.drop([p for (p,) in states.db.execute("SELECT pid FROM states")])
+        step = 256
+        with self.reporter.stage("storing stance states", total=len(todo)) as adv:
+            for s in range(0, len(todo), step):
+                chunk = todo[s : s + step]
+                lower = trunk.lower([t for _, t in chunk])
+                states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
+                adv(len(chunk))
+        manifest["stance_states"] = {
+            "count": states.count(),
+            "key": trunk.states_key,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        states.close()
 
     def _rebuild_backend(
         self, cls: type[Backend], folder: Path, store: ItemStore, manifest: dict[str, Any]

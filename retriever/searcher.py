@@ -63,6 +63,8 @@ class _View:
         self.vector_backends: dict[str, VectorBackend | None] = {}
         self.links: Any = None
         self.links_read = False
+        self.states: Any = None
+        self.states_read = False
         self.users = 0  # searches running on it
         self.retired = False  # a newer version replaced it: close when the last user leaves
 
@@ -73,10 +75,13 @@ class _View:
             b.close()
         if self.links is not None:
             self.links.close()
+        if self.states is not None:
+            self.states.close()
         self.stores.clear()
         self.backends.clear()
         self.vector_backends.clear()
         self.links = None
+        self.states = None
         self.lease.release()
 
 
@@ -311,6 +316,20 @@ class Searcher:
             v.links = Links(v.version) if Links.exists(v.version) else None
             v.links_read = True
         return v.links
+
+    def stance_states(self):
+        """The perspectives' stored lower-layer states of the stance trunk (perspect.core.states),
+        or None (an index built without them)."""
+        from perspect.core.states import STATES, States
+
+        v = self._v
+        if not v.states_read:
+            folder = v.version / "perspectives"
+            if States.exists(folder):
+                integrity.check(v.version, v.manifest, f"perspectives/{STATES}")
+            v.states = States(folder) if States.exists(folder) else None
+            v.states_read = True
+        return v.states
 
     def _check_pool(self, pool: str) -> None:
         if pool not in POOLS:

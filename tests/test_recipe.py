@@ -51,6 +51,14 @@ def test_unknown_step_is_refused(tiny_perspectrum, tmp_path):
         recipe.make(tiny_perspectrum, tmp_path, recipe.steps(), only=["stance"])
 
 
+def test_the_stance_trunk_step_skips_without_vitaminc(tiny_perspectrum, tmp_path):
+    step = next(s for s in recipe.steps() if s.name == "stance-trunk")
+    logs: list[str] = []
+    other = recipe.OtherData(vitaminc=tmp_path / "missing.jsonl")
+    done = recipe.make(tiny_perspectrum, tmp_path, [step], other=other, log=logs.append)
+    assert not done[0].ran and "no VitaminC file" in logs[0]
+
+
 def test_the_shipped_recipe_orders_its_steps():
     names = [s.name for s in recipe.steps(stance_rounds=2)]
     assert names == [
@@ -60,11 +68,15 @@ def test_the_shipped_recipe_orders_its_steps():
         "stance-2",
         "equivalence",
         "colbert",
+        "stance-trunk",
         "calibrate",
         "unclear",
         "verdict",
         "comparator",
     ]
+    trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
+    calibrate = next(s for s in recipe.steps() if s.name == "calibrate")
+    assert trunk.base == "all-mpnet-base-v2" and "stance" in calibrate.reads
     assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-3:] == [
         "calibrate",
         "unclear",

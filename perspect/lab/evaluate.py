@@ -91,7 +91,7 @@ def evaluate_perspectrum(
                 else None
             ),
             "T2_contrast": (
-                stance_flips(engine.model, claims, perspectives, decisions.stance_side)
+                stance_flips(engine.stance, claims, perspectives, decisions.stance_side)
                 if "stance" in tasks
                 else None
             ),

@@ -69,9 +69,7 @@ def predict(
         ]
         support: dict[int, float] = {}
         if gp and ("stance" in tasks or cosine):
-            probs = model.predict(
-                [pair_for("stance", c.text, perspectives[p]) for p, _ in gp], ["stance"]
-            )["stance"]
+            probs = engine.stance(c.text, [perspectives[p] for p, _ in gp], [str(p) for p, _ in gp])
             support = {p: float(q) for (p, _), q in zip(gp, probs, strict=True)}
         if "stance" in tasks:
             pred.t2.extend((s, support[p]) for p, s in gp)

@@ -35,6 +35,7 @@ class Step:
     reads: tuple[str, ...] = ()  # entries whose content it depends on
     profile: str = "full"
     options: dict[str, Any] = field(default_factory=dict)
+    base: str | None = None  # its own base (None: the recipe's, MiniLM)
 
 
 def steps(
@@ -55,7 +56,10 @@ def steps(
     ]
     if colbert:
         out.append(Step("colbert", "colbert", "colbert"))
-    reads = ("dense", "equivalence", *(("colbert",) if colbert else ()))
+    # the stance trunk (issue 33): LoRA on all-mpnet-base-v2's top layers, decomposed; P(support)
+    # of what a search shows comes from it, so the decisions are fitted after it
+    out.append(Step("stance-trunk", "stance-trunk", "stance", base=paths.PACKAGED_MPNET))
+    reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "stance")
     out.append(Step("calibrate", "calibrate", "pair", reads=reads))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
     out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
@@ -72,6 +76,8 @@ class OtherData:
     """Where the steps that do not train on PERSPECTRUM find their data."""
 
     claimdiff: Path = Path("data") / "claimdiff"
+    # the stance trunk's intermediate phase (its page-held-out split is made by the trainer)
+    vitaminc: Path = Path("../shared/data/vitaminc/vitaminc_real_shared.jsonl")
     # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
     # to their stance, relevance and equivalence pairs
     corrections: tuple = ()
@@ -81,6 +87,11 @@ class OtherData:
             return None
         doc = json.dumps([asdict(c) for c in self.corrections], sort_keys=True)
         return hashlib.sha256(doc.encode()).hexdigest()
+
+    def vitaminc_fingerprint(self) -> dict | None:
+        if not self.vitaminc.is_file():
+            return None
+        return {"file": self.vitaminc.name, "sha256": bundle.sha256_file(self.vitaminc)}
 
     def fingerprints(self) -> list[dict] | None:
         """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
@@ -170,8 +181,17 @@ def make(
                 )
                 out.append(Outcome(step.name, False, ""))
                 continue
+        if step.task == "stance-trunk":
+            vc = other.vitaminc_fingerprint()
+            if vc is None:
+                log(f"{step.name}: no VitaminC file at {other.vitaminc}, skipped")
+                out.append(Outcome(step.name, False, ""))
+                continue
+            sha = [*data_sha, vc]
         fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
-        key = inputs_key(step, data, root, before.get(step.writes, ""), base, sha, fixes)
+        key = inputs_key(
+            step, data, root, before.get(step.writes, ""), step.base or base, sha, fixes
+        )
         before[step.writes] = key
         folder = root / step.writes
         if any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder)):
@@ -227,7 +247,11 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
         trainer(data, folder, base=base, profile=step.profile, reporter=reporter, log=log)
         return
     with paths.models_dir_set_to(root):
-        if step.task == "all":
+        if step.task == "stance-trunk":  # negatives from the bundle's own retrievers
+            from perspect.lab.train.stance_trunk import train_entry
+
+            train_entry(data, folder, log, vitaminc_file=other.vitaminc, **step.options)
+        elif step.task == "all":
             training.train(
                 data,
                 folder,
@@ -259,13 +283,14 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             training.refit_verdict(folder, data, reporter=reporter)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
-            eq = root / "equivalence"
+            eq, st = root / "equivalence", root / "stance"
             training.recalibrate(
                 folder,
                 data,
                 reporter=reporter,
                 retrievers=retrievers,
                 equivalence_model=str(eq) if bundle.is_bundle(eq) else None,
+                stance_model=str(st) if bundle.is_bundle(st) else None,
             )
         else:
             raise PerspectError(f"unknown task {step.task!r} in step {step.name!r}")

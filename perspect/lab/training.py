@@ -28,6 +28,8 @@ from perspect.lab.train import dense as dense_train
 from perspect.lab.train import equivalence as equivalence_train
 from perspect.lab.train.pair import Profile, fit_heads, fit_platt, resolve_profile
 from perspect.pipeline.engine import Engine
+from perspect.pipeline.stance import Support
+from perspect.reranker import stance_trunk
 from perspect.reranker.equivalence_ce import ORDERS, attach
 from perspect.reranker.model import TASKS, PairModel
 from perspect.retriever.searcher import Searcher
@@ -81,12 +83,19 @@ def calibrate_and_tune(model: PairModel, pred) -> None:
             logit(np.array([f["head"] for _, f in pred.t3])),
             np.array([g for g, _ in pred.t3]),
         )
+    trunk = model.manifest.get("stance_trunk")
     for task, (z, y) in labelled.items():
-        if task in model.manifest["tasks"] and len(z):
+        if task == "stance" and trunk and len(z):  # the scores came from the stance trunk
+            trunk["calibration"] = fit_platt(z, y.astype(np.float64))
+        elif task in model.manifest["tasks"] and len(z):
             model.manifest["calibration"][task] = fit_platt(z, y.astype(np.float64))
 
     def recal(task: str, z) -> np.ndarray:
-        c = model.manifest["calibration"][task]
+        c = (
+            trunk["calibration"]
+            if task == "stance" and trunk
+            else model.manifest["calibration"][task]
+        )
         return c["a"] * np.asarray(z, dtype=np.float64) + c["b"]
 
     def recal_p(task: str, p: float) -> float:
@@ -124,12 +133,14 @@ def recalibrate(
     reporter: Reporter | None = None,
     retrievers: Sequence[str] = ("bm25", "dense"),
     equivalence_model: str | Path | None = None,
+    stance_model: str | Path | None = None,
 ) -> PairModel:
     """Re-fit calibration, stacks and thresholds of a trained model on the tune claims, without
     training: for a pipeline change that adds signals (e.g. the dense cosine) to a saved model.
     `index` names an index of the PERSPECTRUM pools to run on; else a scratch one is built.
     `equivalence_model`: an equivalence cross-encoder to add to the equivalence stack ("none"
-    drops the one the model names; None keeps it)."""
+    drops the one the model names; None keeps it). `stance_model`: a stance trunk whose P(support)
+    replaces the stance head's ("none" drops it, None keeps the one named)."""
     reporter = reporter or NullReporter()
     model = PairModel.load(model_dir)
     for t in model.manifest["tasks"]:
@@ -141,6 +152,12 @@ def recalibrate(
         attach(model.manifest, model_dir, equivalence_model)
     elif "equivalence_ce" in model.manifest:  # kept; the re-fit scores pairs the current way
         model.manifest["equivalence_ce"]["orders"] = ORDERS
+    if isinstance(stance_model, str) and stance_model.lower() == "none":
+        model.manifest.pop("stance_trunk", None)
+    elif stance_model is not None:
+        stance_trunk.attach(model.manifest, model_dir, stance_model)
+    elif "stance_trunk" in model.manifest:  # kept, re-fitted from raw scores
+        model.manifest["stance_trunk"]["calibration"] = {"a": 1.0, "b": 0.0}
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
@@ -163,7 +180,8 @@ def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     model = PairModel.load(model_dir)
     side = Decisions.from_manifest(model.manifest).stance_side
     claims = tune_claims_of(data_dir)[0]
-    rows = rv.stance_rows(model, claims, load_perspectives(data_dir))
+    support = Support(model, stance_trunk.load_for(model.manifest, model.origin))
+    rows = rv.stance_rows(support, claims, load_perspectives(data_dir))
     margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)
     model.manifest["thresholds"]["stance_unclear"] = margin
     model.manifest.setdefault("tune_metrics", {})["sides"] = rv.side_coverage(rows, side, margin)

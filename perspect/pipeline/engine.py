@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from perspect.pipeline.clusters import Clusters
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
+from perspect.pipeline.stance import Support
+from perspect.reranker import stance_trunk
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import load_for
 from perspect.reranker.model import PairModel
@@ -147,6 +149,9 @@ class Engine:
                 "does not name",
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
+        self.stance = Support(
+            self.model, stance_trunk.load_for(model.manifest, model.origin, serving=onnx), searcher
+        )
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
         self.corrections = Corrections(searcher.dir.root)
         self.clusters = Clusters(
@@ -250,9 +255,22 @@ class Engine:
         return self.retrieve.query(claim, vector)
 
     def judge(self, query: Query, hits: Sequence[Hit]) -> relevance.Judged:
-        return relevance.judge(
+        """Relevance and the pair head's P(support) in one pass; with a stance trunk, P(support)
+        of the candidates a search shows (kept, else the near misses) comes from the trunk."""
+        judged = relevance.judge(
             self.model, self.decisions, query, hits, self.dense, self.config.rrf_k
         )
+        if self.stance.trunk is None or not hits:
+            return judged
+        rel = judged.relevance
+        shown = [i for i in range(len(hits)) if rel[i] >= self.relevance_threshold()]
+        if not shown:
+            shown = [int(i) for i in np.argsort(-rel, kind="stable")[: relevance.RELATED_MAX]]
+        support = np.array(judged.stance, dtype=np.float64)
+        support[shown] = self.stance(
+            query.text, [hits[i].text for i in shown], [hits[i].id for i in shown]
+        )
+        return replace(judged, stance=support)
 
     def relevance_features(self, hits, query: Query, head: np.ndarray) -> dict[str, np.ndarray]:
         return relevance.relevance_features(hits, query, head, self.dense, self.config.rrf_k)

