@@ -144,13 +144,13 @@ def test_a_damaged_trunk_is_one_clear_error(tiny_trunk, tmp_path):
     shutil.copytree(tiny_trunk, broken)
     heads = broken / "heads.safetensors"
     heads.write_bytes(heads.read_bytes()[:100])
-    with pytest.raises(ModelError, match="corrupted|sha256|checksum"):
+    with pytest.raises(ModelError, match=r"corrupted|sha256|checksum"):
         StanceTrunk.load(broken)
     (broken / "bundle.json").unlink()
     other = tmp_path / "plain"
     shutil.copytree(broken, other)
     (other / "manifest.json").write_text(json.dumps({"format": "something/else"}))
-    with pytest.raises(ModelError, match="not 'perspect.stancetrunk/1'"):
+    with pytest.raises(ModelError, match=r"not 'perspect\.stancetrunk/1'"):
         StanceTrunk.load(other)
 
 
