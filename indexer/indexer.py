@@ -244,6 +244,33 @@ class Indexer:
             self._publish(version)
         return manifest
 
+    @_plain_environment_errors
+    def store_stance_states(self) -> dict[str, Any]:
+        """(Re)store the stance trunk's lower-layer states of every perspective: an index built
+        before the bundle had a trunk, or with another base. The old version serves meanwhile."""
+        if stance_trunk.bundled() is None:
+            raise PerspectError(
+                "the pair model names no stance trunk: there are no states to store",
+                hint="perspect models verify (the bundle's models/stance)",
+            )
+        with self.dir.writer_lock():
+            live = self.dir.current()
+            manifest = mf.load(live)
+            if "perspectives" not in manifest["pools"]:
+                raise PerspectError(f"index {self.name!r} has no perspective pool")
+            integrity.check(live, manifest)
+            version = self._clone(live, manifest)
+            try:
+                manifest["config"]["stance_states"] = True
+                self._states(version, manifest, None)
+                manifest["operations"].append({"op": "stance-states", "at": mf.now()})
+                mf.save(version, manifest)
+            except BaseException:
+                shutil.rmtree(version, ignore_errors=True)
+                raise
+            self._publish(version, pools=["perspectives"])
+        return manifest
+
     # -- internals -----------------------------------------------------------------------------
     def _publish(self, version: Path, pools: Sequence[str] | None = None) -> None:
         """Seal `version` (every file's checksum), make it answer a search over each retriever

@@ -497,7 +497,10 @@ def rebuild_index(
     reporter: Reporter | None = None,
 ) -> dict[str, Any]:
     """Re-encode every pool of `name` with `retriever` (e.g. a newly trained dense model),
-    keeping the others; returns the new manifest."""
+    keeping the others; returns the new manifest. "stance": store the stance trunk's
+    lower-layer states of every perspective (an index built before the bundle had one)."""
+    if retriever == "stance":
+        return Indexer(name, home=home, reporter=reporter).store_stance_states()
     options: dict = {}
     if model:
         options["model"] = _resolved(model)

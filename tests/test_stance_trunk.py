@@ -213,3 +213,12 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
     plain = Support(argparse.Namespace(manifest=manifest), trunk, s)
     np.testing.assert_allclose(plain("Animals should have rights.", texts, ids), on_the_spot)
     s.close()
+    # ... until `perspect index rebuild --retriever stance` stores them
+    Indexer("plain", home=home).store_stance_states()
+    s = Searcher("plain", home=home)
+    assert s.stance_states().count() == len(PERSPECTIVES)
+    calls.clear()
+    restored = Support(argparse.Namespace(manifest=manifest), trunk, s)
+    np.testing.assert_allclose(restored("Animals should have rights.", texts, ids), from_index)
+    assert calls == [1]
+    s.close()

@@ -115,6 +115,13 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
         manifest = api.rebuild_index(
             args.name, args.retriever, args.model, home=args.home, reporter=rep
         )
+    if args.retriever == "stance":
+        got = manifest.get("stance_states", {})
+        console().print(
+            f"[green]✓[/] stored the stance trunk's states of {got.get('count', 0)} perspectives "
+            f"of {args.name!r} ({got.get('seconds', 0):.0f} s)"
+        )
+        return 0
     model = manifest["config"]["backends"].get(args.retriever, {}).get("model")
     console().print(
         f"[green]✓[/] re-encoded {', '.join(manifest['pools'])} of {args.name!r} with "
@@ -219,7 +226,12 @@ def register(sub) -> None:
         "lacks); the others are kept",
     )
     r.add_argument("--name", required=True)
-    r.add_argument("--retriever", required=True, choices=["bm25", "dense", "colbert"])
+    r.add_argument(
+        "--retriever",
+        required=True,
+        choices=["bm25", "dense", "colbert", "stance"],
+        help="stance: store the stance trunk's lower-layer states of every perspective",
+    )
     r.add_argument(
         "--model", help="model folder or hub id (default: models/dense or models/colbert)"
     )

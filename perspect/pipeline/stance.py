@@ -10,6 +10,7 @@ read from the index; else from the pair model's stance head.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +22,8 @@ from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
 from perspect.reranker.stance_trunk import StanceTrunk
 
+log = logging.getLogger(__name__)
+
 
 class Support:
     """P(support) of (claim, perspective) pairs; duck-types `PairModel.predict` for "stance", so
@@ -28,6 +31,7 @@ class Support:
 
     def __init__(self, model: PairModel, trunk: StanceTrunk | None, searcher=None):
         self.model, self.trunk, self.searcher = model, trunk, searcher
+        self._told: set = set()
 
     def __call__(
         self, claim: str, texts: Sequence[str], ids: Sequence[str] | None = None
@@ -47,8 +51,19 @@ class Support:
         return stance_trunk.calibrated(self.model.manifest, self.trunk.support(claim, seqs))
 
     def _stored(self, ids: Sequence[str]) -> dict:
-        st = self.searcher.stance_states() if self.searcher is not None else None
+        if self.searcher is None:
+            return {}
+        st = self.searcher.stance_states()
         if st is None or st.key != self.trunk.states_key:
+            version = self.searcher.version
+            if version not in self._told:  # computed per search instead: slower, same answers
+                self._told.add(version)
+                log.warning(
+                    "index %s stores no stance states for this trunk: each search computes "
+                    "them (perspect index rebuild --name %s --retriever stance)",
+                    self.searcher.name,
+                    self.searcher.name,
+                )
             return {}
         return st.get_many(list(ids))
 
