@@ -63,20 +63,21 @@ class StanceTrunk:
 
     # -- loading -----------------------------------------------------------------------------------
     @classmethod
-    def load(cls, folder: str | Path, serving: bool = False) -> StanceTrunk:
+    def load(cls, folder: str | Path, serving: bool = False, int8: bool = False) -> StanceTrunk:
         """The trunk saved in `folder`, once per process (a search server or the test suite
         opens many engines; the base is 420 MB). `serving`: on ONNX Runtime, its graphs
-        exported at the first load for these weights (then no torch at all)."""
+        exported at the first load for these weights (then no torch at all); `int8`: the top
+        graph's int8 copy (per channel; the claim's lower layers stay fp32)."""
         folder = Path(folder).resolve()
         man = folder / MANIFEST
-        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving)
+        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving, int8)
         with _LOCK:
             if key not in _LOADED:
-                got = cls._serving(folder) if serving else None
+                got = cls._serving(folder, int8) if serving else None
                 if got is None:
                     got = cls._load(folder)
                     if serving:
-                        got = got.for_inference()
+                        got = got.for_inference(int8)
                 _LOADED[key] = got
             return _LOADED[key]
 
@@ -104,13 +105,16 @@ class StanceTrunk:
         return f"{mine}-{manifest['base_model']['sha256'][:16]}"
 
     @classmethod
-    def _serving(cls, folder: Path) -> StanceTrunk | None:
+    def _serving(cls, folder: Path, int8: bool = False) -> StanceTrunk | None:
         from perspect.core import onnxrt
         from perspect.core.tokens import TextTokenizer
 
         full, manifest = cls._read(folder)
         fp = cls._fingerprint(full, manifest)
-        sessions = tuple(onnxrt.served(folder, g, fp) for g in GRAPHS)
+        sessions = (
+            onnxrt.served(folder, GRAPHS[0], fp),
+            onnxrt.served(folder, GRAPHS[1], fp, int8),
+        )
         if any(s is None for s in sessions):
             return None
         base = Path(paths.resolve_base(manifest["base_model"]["name"]))
@@ -142,7 +146,7 @@ class StanceTrunk:
         torch.set_num_threads(max(1, min(os.cpu_count() or 1, torch.get_num_threads())))
         return cls(tok, net, manifest, full, folder)
 
-    def for_inference(self) -> StanceTrunk:
+    def for_inference(self, int8: bool = False) -> StanceTrunk:
         """The same trunk on ONNX Runtime: its two graphs exported into `<entry>/onnx/` at the
         first call; itself where that cannot be done."""
         if self.served or self.net is None:
@@ -170,7 +174,7 @@ class StanceTrunk:
                           path, {0: "batch", 1: "length"}, ("logit",))  # fmt: skip
 
         sessions = (onnxrt.session(self.origin, GRAPHS[0], fp, lower),
-                    onnxrt.session(self.origin, GRAPHS[1], fp, top))  # fmt: skip
+                    onnxrt.made(self.origin, GRAPHS[1], fp, top, int8))  # fmt: skip
         if any(s is None for s in sessions):
             return self
         return StanceTrunk(TextTokenizer(self.base), self.net, self.manifest, self.full,
@@ -276,14 +280,14 @@ def bundled() -> Path | None:
 
 
 def load_for(
-    manifest: dict[str, Any], model_dir: Path | None, serving: bool = False
+    manifest: dict[str, Any], model_dir: Path | None, serving: bool = False, int8: bool = False
 ) -> StanceTrunk | None:
     """The trunk a pair model's manifest names (None: it names none: stance from its head);
-    `serving`: on ONNX Runtime."""
+    `serving`: on ONNX Runtime (`int8`: its top graph's int8 copy)."""
     path = path_for(manifest, model_dir)
     if path is None:
         return None
-    trunk = StanceTrunk.load(path, serving=serving)
+    trunk = StanceTrunk.load(path, serving=serving, int8=int8)
     if trunk.manifest.get("created") != manifest["stance_trunk"].get("created"):
         raise ModelError(
             f"the stance trunk in {path} was retrained after the pair model's decisions were "

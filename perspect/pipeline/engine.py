@@ -150,7 +150,9 @@ class Engine:
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
         self.stance = Support(
-            self.model, stance_trunk.load_for(model.manifest, model.origin, serving=onnx), searcher
+            self.model,
+            stance_trunk.load_for(model.manifest, model.origin, serving=onnx, int8=q and onnx),
+            searcher,
         )
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
         self.corrections = Corrections(searcher.dir.root)
