@@ -823,6 +823,7 @@ def make_models(
     colbert: bool = True,
     comparator: bool = True,
     claimdiff: str | Path | None = None,
+    vitaminc: str | Path | None = None,
     dry_run: bool = False,
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
@@ -835,6 +836,8 @@ def make_models(
 
     steps = recipe.steps(stance_rounds, colbert, comparator)
     other = recipe.OtherData(Path(claimdiff)) if claimdiff else recipe.OtherData()
+    if vitaminc:
+        other = replace(other, vitaminc=Path(vitaminc))
     if corrections:
         other = replace(other, corrections=tuple(_corrected(corrections, home)))
         log(f"training on {len(other.corrections)} corrections of index {corrections!r}")

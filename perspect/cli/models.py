@@ -31,6 +31,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 colbert=not args.no_colbert,
                 comparator=not args.no_comparator,
                 claimdiff=args.claimdiff,
+                vitaminc=args.vitaminc,
                 dry_run=args.dry_run,
                 corrections=args.corrections,
                 home=args.home,
@@ -113,6 +114,11 @@ def register(sub) -> None:
         "--no-comparator", action="store_true", help="make: leave the ClaimDiff comparator out"
     )
     mo.add_argument("--claimdiff", help="make: ClaimDiff folder (default: data/claimdiff)")
+    mo.add_argument(
+        "--vitaminc",
+        help="make: the VitaminC file of the stance trunk's first phase "
+        "(default: ../shared/data/vitaminc/vitaminc_real_shared.jsonl)",
+    )
     mo.add_argument("--dry-run", action="store_true", help="make: say what would run")
     mo.add_argument(
         "--corrections",

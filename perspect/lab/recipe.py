@@ -129,7 +129,7 @@ def inputs_key(
     base_path = Path(paths.resolve_base(base))
     weights = base_path / "model.safetensors"
     doc = {
-        "step": asdict(step),
+        "step": {k: v for k, v in asdict(step).items() if k != "base" or v is not None},
         "base": base or paths.PACKAGED_MINILM,
         "base_sha256": bundle.base_sha256(weights) if weights.is_file() else None,
         "data": data_sha if data_sha is not None else data_fingerprints(data),
