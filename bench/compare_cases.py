@@ -21,7 +21,7 @@ from pathlib import Path
 CASES = Path(__file__).with_name("compare_cases.json")
 
 
-def score_case(case: dict, comparator, encoder) -> Counter:
+def score_case(case: dict, comparator, encoder, stance=None) -> Counter:
     from perspect.pipeline.compare import Article, compare_articles
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -31,7 +31,7 @@ def score_case(case: dict, comparator, encoder) -> Counter:
         a, b = Article.read(fa), Article.read(fb)
     if len(a.sentences) != len(case["pairs"]) or len(b.sentences) != len(case["pairs"]):
         raise SystemExit(f"{case['name']}: the sentence splitter did not keep one fact a sentence")
-    res = compare_articles(a, b, comparator, encoder)
+    res = compare_articles(a, b, comparator, encoder, stance=stance)
     link = {x.a: x for x in res.links}
     out: Counter = Counter()
     for i, (_, _, gold) in enumerate(case["pairs"]):
@@ -51,6 +51,9 @@ def score_case(case: dict, comparator, encoder) -> Counter:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=None)
+    ap.add_argument(
+        "--no-stance", action="store_true", help="the comparator alone (no stance trunk disputes)"
+    )
     args = ap.parse_args()
     from perspect.core import bundle, paths
     from perspect.pipeline.compare import SentenceEncoder
@@ -61,10 +64,15 @@ def main() -> None:
     enc = SentenceEncoder(
         bundle.resolve(dense) if bundle.is_bundle(dense) else paths.resolve_base(None)
     )
+    from perspect.reranker import stance_trunk
+
+    folder = None if args.no_stance else stance_trunk.bundled()
+    stance = stance_trunk.StanceTrunk.load(folder, serving=True) if folder else None
+    print(f"stance trunk: {folder or 'none (the comparator alone)'}")
     total: Counter = Counter()
     print(f"{'case':<16} {'disputes found':>15} {'agreements found':>17} {'dispute->agree':>15}")
     for case in json.loads(CASES.read_text())["cases"]:
-        c = score_case(case, cmp, enc)
+        c = score_case(case, cmp, enc, stance)
         total += c
         print(
             f"{case['name']:<16} {c['dispute_found']:>9}/{c['gold_dispute']:<5} "

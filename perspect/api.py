@@ -647,7 +647,7 @@ class Comparer:
                     enc_dir = bundle.resolve(dense_dir)
                 else:
                     enc_dir = Path(paths.resolve_base(None))
-                self._models = (comparator, SentenceEncoder(enc_dir))
+                self._models = (comparator, SentenceEncoder(enc_dir), _bundled_trunk())
             return self._models
 
     def compare(self, a: tuple[str, str] | str | Path, b: tuple[str, str] | str | Path):
@@ -659,8 +659,16 @@ class Comparer:
             return Article.read(x)
 
         art_a, art_b = article(a, "article a"), article(b, "article b")
-        comparator, encoder = self._loaded()
-        return compare_articles(art_a, art_b, comparator, encoder, self._config)
+        comparator, encoder, stance = self._loaded()
+        return compare_articles(art_a, art_b, comparator, encoder, self._config, stance)
+
+
+def _bundled_trunk():
+    """The stance trunk the bundle's pair model names (on ONNX Runtime), or None."""
+    from perspect.reranker import stance_trunk
+
+    folder = stance_trunk.bundled()
+    return stance_trunk.StanceTrunk.load(folder, serving=True) if folder is not None else None
 
 
 def evaluate_claimdiff(

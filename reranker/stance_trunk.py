@@ -217,7 +217,10 @@ class StanceTrunk:
         """Uncalibrated P(support) of each perspective (given by its lower states) for `claim`."""
         if not len(states):
             return np.zeros(0)
-        c = self.lower([claim])[0]
+        return self.joined(self.lower([claim])[0], states, batch)
+
+    def joined(self, c: np.ndarray, states: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
+        """`support` with the claim's lower states given (a claim scored against many texts)."""
         out = np.zeros(len(states))
         order = sorted(range(len(states)), key=lambda i: len(states[i]))
         for s in range(0, len(order), batch):

@@ -96,12 +96,36 @@ def monkeypatch_module():
 
 def test_the_bundle_verifies_and_fits_its_budget():
     entries = api.models(MODELS)
-    assert {e.name for e in entries} >= {"pair", "dense"}
+    assert {e.name for e in entries} >= {"pair", "dense", "stance"}
     assert all(bundle.verify(e) == [] for e in entries)
-    assert sum(e.size for e in entries) <= 50_000_000
+    assert sum(e.size for e in entries) <= 60_000_000
     for e in entries:  # each names the base it expects and what it was trained on
-        assert e.base_id == paths.PACKAGED_MINILM and len(e.base_sha256) == 64
+        base = paths.PACKAGED_MPNET if e.name == "stance" else paths.PACKAGED_MINILM
+        assert e.base_id == base and len(e.base_sha256) == 64
         assert e.record.get("data") and e.record.get("code")
+
+
+def test_stance_comes_from_the_shipped_trunk_over_stored_states(shipped):
+    """The pair model names the stance trunk; the index stores its states of every perspective,
+    and a search's P(support) is the trunk's, read through them."""
+    import numpy as np
+
+    from perspect.pipeline.stance import Support
+    from perspect.reranker import stance_trunk
+
+    engine = shipped.engine()
+    assert engine.stance.trunk is not None and engine.stance.trunk.served
+    states = shipped._searcher.stance_states()
+    assert states is not None and states.count() == len(POOL)
+    assert states.key == engine.stance.trunk.states_key
+    res = shipped.search(CLAIM)
+    members = [m for c in res.clusters for m in c.members]
+    text = {i: t for i, t, _ in POOL}
+    direct = Support(engine.model, engine.stance.trunk)(
+        CLAIM, [text[m.id] for m in members]
+    )  # no ids: lower layers computed, not read
+    np.testing.assert_allclose([m.support for m in members], direct, atol=0.03)
+    assert stance_trunk.path_for(engine.model.manifest, engine.model.origin) is not None
 
 
 def test_a_real_claim_gets_both_sides_merged_phrasings_and_evidence(shipped):

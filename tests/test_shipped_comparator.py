@@ -98,3 +98,28 @@ def test_compare_two_articles(tmp_path):
     assert got["candidates"] >= 1
     for link in got["agreement"] + got["dispute"]:
         assert link["a_text"] and all(w in link["a_text"] for w in link["rationale"])
+
+
+def test_compare_finds_disputes_the_stance_trunk_reads(monkeypatch):
+    """bench/compare_cases.json's hand-written article pairs (30 aligned sentence pairs, 19
+    contradicting): the comparator alone linked none as a dispute; with the bundle's stance
+    trunk some are, and no agreement becomes a dispute."""
+    from perspect import api
+
+    if not bundle.is_bundle(MODELS / "stance"):
+        pytest.skip("the shipped stance trunk (models/stance) is not in this checkout")
+    monkeypatch.setenv("PERSPECT_MODEL", str(MODELS / "pair"))
+    monkeypatch.setenv("PERSPECT_DENSE_MODEL", str(MODELS / "dense"))
+    cases = json.loads((MODELS.parent / "bench" / "compare_cases.json").read_text())["cases"]
+    comparer = api.Comparer(MODELS / "comparator")
+    found = wrong = 0
+    for case in cases:
+        a = "\n\n".join(p[0] for p in case["pairs"])
+        b = "\n\n".join(p[1] for p in case["pairs"])
+        res = comparer.compare((case["name"], a), (case["name"], b))
+        gold = {i: g for i, (_, _, g) in enumerate(case["pairs"])}
+        for x in res.links:
+            if x.relation == "weakens" and x.a == x.b:
+                found += gold[x.a] == "dispute"
+                wrong += gold[x.a] == "agree"
+    assert found >= 4 and wrong == 0, (found, wrong)
