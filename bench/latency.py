@@ -141,6 +141,13 @@ def main() -> int:
         engines[f"engine, {args.baseline_model}"] = Perspect.open(
             args.index, home=args.home, model=args.baseline_model
         )
+        for cap in args.caps:
+            engines[f"engine int8, equivalence cap {cap}, {args.baseline_model}"] = Perspect.open(
+                args.index,
+                home=args.home,
+                model=args.baseline_model,
+                config=EngineConfig(quantize=True, equivalence_ce_max_pairs=cap),
+            )
     eng = p.engine()
     passes = [0]  # cross-encoder passes (one pair in one order) of the current "engine" search
     ce_passes: list[int] = []
@@ -193,6 +200,11 @@ def main() -> int:
     print("(naive 'clusters' = kept perspectives: it does not cluster)")
     if args.cold:
         cold_start(args, claims[1])
+        if args.baseline_model:
+            print(f"baseline {args.baseline_model}:", end=" ")
+            cold_start(
+                argparse.Namespace(**{**vars(args), "model": args.baseline_model}), claims[1]
+            )
     if ce_passes:
         print(
             f"equivalence cross-encoder passes per search (engine; a pair in one order): median "

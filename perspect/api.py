@@ -808,13 +808,12 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense_query)
     step("colbert", root / "colbert", colbert_query)
-    if bundle.is_bundle(root / "stance"):  # its base unpacked from the registry parts, once
+    if bundle.is_bundle(root / "stance"):  # base unpacked from its registry parts, graphs made
         from perspect.reranker.stance_trunk import StanceTrunk
 
         t0 = time.perf_counter()
-        StanceTrunk.load(root / "stance")
-        note = "base unpacked; served on PyTorch (bf16)"
-        done.append(Prepared("stance", False, time.perf_counter() - t0, note))
+        served = StanceTrunk.load(root / "stance", serving=True).served
+        done.append(Prepared("stance", served, time.perf_counter() - t0))
     if (root / "colbert").is_dir():
         t0 = time.perf_counter()
         where = colbert.build_kernels()

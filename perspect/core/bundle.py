@@ -68,6 +68,11 @@ class BundleEntry:
         """Dev metrics in one line (F1 per task), for `perspect models`."""
         dev = self.record.get("dev_metrics") or {}
         parts = [f"{k} {v['f1']:.1f}" for k, v in dev.items() if isinstance(v, dict) and "f1" in v]
+        parts += [  # the stance trunk: a ranking and a side, no F1 of its own
+            f"{k} AUROC {v['auroc']:.1f}, acc {v['accuracy']:.1f}"
+            for k, v in dev.items()
+            if isinstance(v, dict) and "f1" not in v and {"auroc", "accuracy"} <= set(v)
+        ]
         return ", ".join(parts) or "—"
 
     def to_json(self) -> dict[str, Any]:
