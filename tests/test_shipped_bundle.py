@@ -219,6 +219,9 @@ def test_make_models_finds_the_committed_bundle_up_to_date():
     claimdiff = PERSPECTRUM.parent / "claimdiff"
     if not (claimdiff / "ClaimDiff-S").is_dir():
         pytest.skip(f"the comparator step needs ClaimDiff at {claimdiff}")
+    vitaminc = PERSPECTRUM.parent / "vitaminc" / "vitaminc_real_shared.jsonl"
+    if not vitaminc.is_file():
+        pytest.skip(f"the stance trunk step needs VitaminC at {vitaminc}")
     said: list[str] = []
     outcomes = recipe.make(
         PERSPECTRUM,
@@ -226,7 +229,7 @@ def test_make_models_finds_the_committed_bundle_up_to_date():
         recipe.steps(),
         dry_run=True,
         log=said.append,
-        other=recipe.OtherData(claimdiff),
+        other=recipe.OtherData(claimdiff, vitaminc=vitaminc),
     )
     assert [o.step for o in outcomes] == [s.name for s in recipe.steps()]
     assert all("up to date" in line for line in said), said
