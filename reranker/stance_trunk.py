@@ -9,6 +9,7 @@ registry packages (perspect.core.paths.packaged_mpnet), checked by sha256.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -49,10 +50,11 @@ class StanceTrunk:
     def served(self) -> bool:
         return self._onnx is not None
 
-    @property
+    @functools.cached_property
     def states_key(self) -> str:
         """What the stored lower states depend on: not the adapter (the lower layers are the
-        frozen base), so a retrained trunk keeps reading an index's states."""
+        frozen base), so a retrained trunk keeps reading an index's states. Computed once: every
+        search compares it with the index's."""
         n_layers = json.loads((self.base / "config.json").read_text())["num_hidden_layers"]
         key = {
             "base_sha256": self.manifest["base_model"]["sha256"],
