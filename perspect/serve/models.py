@@ -41,6 +41,19 @@ class Answer:
     version: str
 
 
+class _Budget(threading.Event):
+    """A cancel event that also fires once the deadline passes, checked by the search itself at
+    each stage: the event loop's timer cannot be relied on alone, since a search holding the GIL
+    can finish before the loop gets to run it (a 1 ms budget was answered 200 after 5 ms)."""
+
+    def __init__(self, deadline: float):
+        super().__init__()
+        self.deadline = deadline
+
+    def is_set(self) -> bool:
+        return super().is_set() or time.monotonic() > self.deadline
+
+
 class _Slot:
     """One engine (default or --fast), loaded by the background thread."""
 
@@ -124,7 +137,7 @@ class Engines:
             await asyncio.wait_for(self._limit.acquire(), deadline - time.monotonic())
         except TimeoutError:
             raise TimedOut("the server is busy; the time budget ran out in the queue") from None
-        cancel = threading.Event()
+        cancel = _Budget(deadline)
         fut = asyncio.get_running_loop().run_in_executor(self._pool, work, handle, cancel)
         fut.add_done_callback(lambda _: self._limit.release())
         try:
