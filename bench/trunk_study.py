@@ -28,6 +28,7 @@ from torch import nn
 from perspect.core import claimdiff as cd
 from perspect.core.negation import negate
 from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.lab.train import stance_trunk as trainer
 from perspect.lab.train.pair_data import build_examples
 
 DATA = Path("data/perspectrum")
@@ -148,17 +149,6 @@ class States:
         return self.cache[(a, b)]
 
 
-def batches_by_length(rows, states: States, size: int, rng: random.Random):
-    rows = list(rows)
-    rng.shuffle(rows)
-    out = []
-    for s in range(0, len(rows), size * 50):
-        part = sorted(rows[s : s + size * 50], key=lambda r: len(states.seq(r[1], r[2])))
-        out += [part[i : i + size] for i in range(0, len(part), size)]
-    rng.shuffle(out)
-    return out
-
-
 def train(
     top: Top,
     tasks: dict[str, tuple[list, States]],
@@ -168,68 +158,16 @@ def train(
     batch: int = 32,
     seed: int = 13,
 ) -> dict:
-    """rows: (task, a, b, label); BCE for 1-logit heads, cross-entropy for the others."""
-    rng = random.Random(seed)
-    plan = []
-    for _ in range(int(np.ceil(epochs))):
-        for task, (rows, st) in tasks.items():
-            plan += [(task, st, b) for b in batches_by_length(rows, st, batch, rng)]
-    rng.shuffle(plan)
-    total = sum(len(r) for r, _ in tasks.values())
-    plan = plan[: round(epochs * total / batch)]
-    params = [
-        {"params": top.layers.parameters(), "lr": lr},
-        {"params": top.heads.parameters(), "lr": lr * 20},
-    ]
-    opt = torch.optim.AdamW(params, weight_decay=0.01)
-    top.train()
-    t0, losses, pairs = time.perf_counter(), [], 0
-    for step, (task, st, b) in enumerate(plan):
-        frac = step / len(plan)
-        scale = frac / 0.06 if frac < 0.06 else (1 - frac) / 0.94
-        for g, base in zip(opt.param_groups, (lr, lr * 20), strict=True):
-            g["lr"] = base * scale
-        logits = top([st.seq(a, bb) for _, a, bb, _ in b], task)
-        if logits.shape[-1] == 1:
-            y = torch.tensor([r[3] for r in b], dtype=torch.float32)
-            loss = nn.functional.binary_cross_entropy_with_logits(logits.squeeze(-1), y)
-        else:
-            y = torch.tensor([int(r[3]) for r in b])
-            loss = nn.functional.cross_entropy(logits, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(top.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        pairs += len(b)
-        if step % 100 == 0:
-            el = time.perf_counter() - t0
-            log(
-                f"  step {step}/{len(plan)} loss {np.mean(losses[-100:]):.4f} "
-                f"({pairs / max(el, 1e-9):.0f} pairs/s, {el / 60:.1f} min)"
-            )
-    top.eval()
-    el = time.perf_counter() - t0
-    return {
-        "steps": len(plan),
-        "pairs": pairs,
-        "seconds": round(el, 1),
-        "train_ms_per_1000": round(1000 * el / max(pairs, 1) * 1000, 0),
-        "final_loss": round(float(np.mean(losses[-100:])), 4),
-    }
+    """The product trainer's loop, on the study's full top layers (fp32, heads at 20x)."""
+    res = trainer.train(
+        top, tasks, epochs, lr, log, seed, batch, list(top.layers.parameters()), 20.0, False
+    )
+    res["train_ms_per_1000"] = round(1000 * res["seconds"] / max(res["pairs"], 1) * 1000, 0)
+    return res
 
 
-@torch.no_grad()
 def predict(top: Top, st: States, pairs, task: str, batch: int = 128) -> np.ndarray:
-    order = sorted(range(len(pairs)), key=lambda i: len(st.seq(*pairs[i])))
-    out = [None] * len(pairs)
-    for s in range(0, len(order), batch):
-        idx = order[s : s + batch]
-        lg = top([st.seq(*pairs[i]) for i in idx], task)
-        p = torch.sigmoid(lg.squeeze(-1)) if lg.shape[-1] == 1 else torch.softmax(lg, -1)
-        for j, i in enumerate(idx):
-            out[i] = p[j].numpy()
-    return np.array(out)
+    return trainer.predict(top, st, pairs, task, batch, bf16=False)
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -319,22 +257,9 @@ def dispute_metrics(p_dispute: np.ndarray, rows, cut: float | None = None) -> di
 
 
 # -- metrics --------------------------------------------------------------------------------------
-def macro_cut(y: np.ndarray, p: np.ndarray) -> float:
-    cuts = np.quantile(p, np.linspace(0.05, 0.95, 91))
-    return float(max(cuts, key=lambda c: f1_score(y, p >= c, average="macro")))
-
-
 def stance_metrics(p_tune, y_tune, p_dev, y_dev, p_neg) -> dict:
-    cut = macro_cut(y_tune, p_tune)
-    side, neg = p_dev >= cut, p_neg >= cut
-    return {
-        "auroc": round(100 * roc_auc_score(y_dev, p_dev), 2),
-        "accuracy": round(100 * float((side == y_dev.astype(bool)).mean()), 2),
-        "macro_f1": round(100 * f1_score(y_dev, side, average="macro"), 2),
-        "cut": round(cut, 3),
-        "flip": round(100 * float((side != neg).mean()), 2),
-        "auroc_negated": round(100 * roc_auc_score(1 - y_dev, p_neg), 2),
-    }
+    cut = trainer.macro_cut(y_tune, p_tune)
+    return {**trainer.stance_metrics(cut, y_dev, p_dev, p_neg), "cut": round(cut, 3)}
 
 
 def claimdiff_metrics(probs: np.ndarray, pairs) -> dict:

@@ -72,7 +72,9 @@ class States:
         return torch.cat([self.cache[a], self.cache[b]])
 
 
-def _batches(rows, st: States, size: int, rng: random.Random):
+def batches_by_length(rows, st, size: int, rng: random.Random):
+    """Shuffled batches of rows of about one length (sorted within windows of 50 batches): the
+    padding of a batch is what a CPU step wastes."""
     rows = list(rows)
     rng.shuffle(rows)
     out = []
@@ -83,20 +85,34 @@ def _batches(rows, st: States, size: int, rng: random.Random):
     return out
 
 
-def train(net, tasks: dict, epochs: float, lr: float, log, seed: int, batch: int = 32) -> dict:
-    """tasks: name -> (rows (task, a, b, label), States). BCE for 1-logit heads, else CE."""
+def train(
+    net,
+    tasks: dict,
+    epochs: float,
+    lr: float,
+    log,
+    seed: int,
+    batch: int = 32,
+    body: list | None = None,
+    head_lr: float = 5.0,
+    bf16: bool = True,
+) -> dict:
+    """tasks: name -> (rows (task, a, b, label), States). BCE for 1-logit heads, else CE.
+    `body`: the trained parameters below the heads (default: the encoder's trainable ones, the
+    adapters), at `lr`; the heads at `lr * head_lr`. Warm-up 6 %, then linear decay."""
     rng = random.Random(seed)
     plan = []
     for _ in range(int(np.ceil(epochs))):
         for task, (rows, st) in tasks.items():
-            plan += [(task, st, b) for b in _batches(rows, st, batch, rng)]
+            plan += [(task, st, b) for b in batches_by_length(rows, st, batch, rng)]
     rng.shuffle(plan)
     total = sum(len(r) for r, _ in tasks.values())
     plan = plan[: round(epochs * total / batch)]
-    adapters = [p for n, p in net.encoder.named_parameters() if p.requires_grad]
+    if body is None:
+        body = [p for p in net.encoder.parameters() if p.requires_grad]
     groups = [
-        {"params": adapters, "lr": lr},
-        {"params": list(net.heads.parameters()), "lr": lr * 5},
+        {"params": body, "lr": lr},
+        {"params": list(net.heads.parameters()), "lr": lr * head_lr},
     ]
     opt = torch.optim.AdamW(groups, weight_decay=0.01)
     net.train()
@@ -104,9 +120,9 @@ def train(net, tasks: dict, epochs: float, lr: float, log, seed: int, batch: int
     for step, (task, st, b) in enumerate(plan):
         frac = step / len(plan)
         scale = frac / 0.06 if frac < 0.06 else (1 - frac) / 0.94
-        for g, base in zip(opt.param_groups, (lr, lr * 5), strict=True):
+        for g, base in zip(opt.param_groups, (lr, lr * head_lr), strict=True):
             g["lr"] = base * scale
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             logits = net([st.seq(a, bb) for _, a, bb, _ in b], task)
         if logits.shape[-1] == 1:
             y = torch.tensor([r[3] for r in b], dtype=torch.float32)
@@ -114,7 +130,7 @@ def train(net, tasks: dict, epochs: float, lr: float, log, seed: int, batch: int
         else:
             loss = nn.functional.cross_entropy(logits, torch.tensor([int(r[3]) for r in b]))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(adapters + list(net.heads.parameters()), 1.0)
+        torch.nn.utils.clip_grad_norm_(body + list(net.heads.parameters()), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
@@ -135,12 +151,12 @@ def train(net, tasks: dict, epochs: float, lr: float, log, seed: int, batch: int
 
 
 @torch.no_grad()
-def predict(net, st: States, pairs, task: str, batch: int = 128) -> np.ndarray:
+def predict(net, st, pairs, task: str, batch: int = 128, bf16: bool = True) -> np.ndarray:
     order = sorted(range(len(pairs)), key=lambda i: len(st.seq(*pairs[i])))
     out = [None] * len(pairs)
     for s in range(0, len(order), batch):
         idx = order[s : s + batch]
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             lg = net([st.seq(*pairs[i]) for i in idx], task)
         p = torch.sigmoid(lg.squeeze(-1)) if lg.shape[-1] == 1 else torch.softmax(lg, -1)
         for j, i in enumerate(idx):
