@@ -302,8 +302,27 @@ def load_for(
     return trunk
 
 
-def calibrated(manifest: dict[str, Any], p: np.ndarray) -> np.ndarray:
-    """The trunk's P(support) through the Platt scaling fitted with the pair model's decisions."""
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
+
+
+def stacks_head(manifest: dict[str, Any]) -> bool:
+    """Whether the fitted decision also reads the pair head's P(support) (a stack)."""
+    return "head" in manifest["stance_trunk"]["calibration"]
+
+
+def calibrated(
+    manifest: dict[str, Any], p: np.ndarray, head: np.ndarray | None = None
+) -> np.ndarray:
+    """P(support) from the trunk's, through the logistic fit kept with the pair model's
+    decisions: Platt scaling ({a, b}), or a stack with the pair head's P(support) ({a, b, head}:
+    the two disagree where it matters, e.g. a perspective that repeats the claim's words, where
+    the trunk hesitates and the head does not; dev AUROC 83.6 -> 84.8)."""
     c = manifest["stance_trunk"]["calibration"]
-    z = np.log(np.clip(p, 1e-7, 1 - 1e-7) / np.clip(1 - p, 1e-7, 1))
-    return 1.0 / (1.0 + np.exp(-(c["a"] * z + c["b"])))
+    z = c["a"] * _logit(p) + c["b"]
+    if "head" in c:
+        if head is None:
+            raise ValueError("this stance stack reads the pair head's P(support)")
+        z = z + c["head"] * _logit(head)
+    return 1.0 / (1.0 + np.exp(-z))

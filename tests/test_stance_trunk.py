@@ -226,3 +226,45 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
     np.testing.assert_allclose(restored("Animals should have rights.", texts, ids), from_index)
     assert calls == [1]
     s.close()
+
+
+def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
+    tiny_trunk, tiny_pair_model, tmp_path
+):
+    """The fitted stance decision stacks the trunk's logit with the pair head's: fitted on gold
+    perspectives, it is what a search computes, with the head given (a search has it) or not."""
+    from perspect.core.errors import PerspectError
+    from perspect.core.perspectrum import Claim, Cluster
+    from perspect.lab.training import fit_stance_stack
+    from perspect.pipeline.stance import Support
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.model import PairModel
+
+    folder = tmp_path / "pair"
+    shutil.copytree(tiny_pair_model, folder)
+    model = PairModel.load(folder)
+    stance_trunk.attach(model.manifest, folder, tiny_trunk)
+    model.save(folder)
+    model = PairModel.load(folder)
+    texts = {p["pId"]: p["text"] for p in PERSPECTIVES}
+    claims = [
+        Claim(1, "School uniforms should be required.", "train",
+              (Cluster((3,), "SUPPORT", ()), Cluster((5,), "UNDERMINE", ()))),
+        Claim(2, "Animals should have lawful rights.", "train",
+              (Cluster((1,), "SUPPORT", ()), Cluster((6,), "UNDERMINE", ()))),
+    ]  # fmt: skip
+    fit = fit_stance_stack(model, claims, texts)
+    assert set(fit) == {"a", "b", "head"} and all(np.isfinite(list(fit.values())))
+    model.manifest["stance_trunk"]["calibration"] = fit
+    support = Support(model, stance_trunk.load_for(model.manifest, model.origin))
+    claim, some = claims[0].text, [texts[3], texts[5], texts[2]]
+    raw, head = support.raw(claim, some), support.head(claim, some)
+    z = fit["a"] * np.log(raw / (1 - raw)) + fit["b"] + fit["head"] * np.log(head / (1 - head))
+    np.testing.assert_allclose(support(claim, some), 1 / (1 + np.exp(-z)), atol=1e-6)
+    np.testing.assert_allclose(support(claim, some, head=head), support(claim, some), atol=1e-9)
+    with pytest.raises(ValueError, match="head"):
+        stance_trunk.calibrated(model.manifest, raw)
+    # one-sided gold cannot fit a decision: one clear error
+    one_sided = [Claim(3, "Uniforms help.", "train", (Cluster((3,), "SUPPORT", ()),))]
+    with pytest.raises(PerspectError, match="supporting and opposing"):
+        fit_stance_stack(model, one_sided, texts)

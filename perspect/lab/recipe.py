@@ -36,6 +36,9 @@ class Step:
     profile: str = "full"
     options: dict[str, Any] = field(default_factory=dict)
     base: str | None = None  # its own base (None: the recipe's, MiniLM)
+    # the method's revision: bumped when what the step computes changes, so that a bundle made
+    # the old way is not "up to date" (0 leaves the keys of unrevised steps as they were)
+    rev: int = 0
 
 
 def steps(
@@ -60,7 +63,8 @@ def steps(
     # of what a search shows comes from it, so the decisions are fitted after it
     out.append(Step("stance-trunk", "stance-trunk", "stance", base=paths.PACKAGED_MPNET))
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "stance")
-    out.append(Step("calibrate", "calibrate", "pair", reads=reads))
+    # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack)
+    out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=1))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
     out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
     if comparator:
@@ -129,7 +133,11 @@ def inputs_key(
     base_path = Path(paths.resolve_base(base))
     weights = base_path / "model.safetensors"
     doc = {
-        "step": {k: v for k, v in asdict(step).items() if k != "base" or v is not None},
+        "step": {
+            k: v
+            for k, v in asdict(step).items()
+            if (k != "base" or v is not None) and (k != "rev" or v)
+        },
         "base": base or paths.PACKAGED_MINILM,
         "base_sha256": bundle.base_sha256(weights) if weights.is_file() else None,
         "data": data_sha if data_sha is not None else data_fingerprints(data),

@@ -270,7 +270,7 @@ class Engine:
             shown = [int(i) for i in np.argsort(-rel, kind="stable")[: relevance.RELATED_MAX]]
         support = np.array(judged.stance, dtype=np.float64)
         support[shown] = self.stance(
-            query.text, [hits[i].text for i in shown], [hits[i].id for i in shown]
+            query.text, [hits[i].text for i in shown], [hits[i].id for i in shown], support[shown]
         )
         return replace(judged, stance=support)
 

@@ -20,6 +20,7 @@ from perspect.core.result import Member
 from perspect.core.states import dequantize
 from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
+from perspect.reranker.roles import pair_for
 from perspect.reranker.stance_trunk import StanceTrunk
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,33 @@ class Support:
         self._told: set = set()
 
     def __call__(
-        self, claim: str, texts: Sequence[str], ids: Sequence[str] | None = None
+        self,
+        claim: str,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        head: np.ndarray | None = None,
     ) -> np.ndarray:
+        """`head`: the pair head's P(support) of the same pairs where the caller has it (a
+        search does), else computed when the fitted stack reads it."""
         if not len(texts):
             return np.zeros(0)
         if self.trunk is None:
-            return self.model.predict([(claim, t) for t in texts], ["stance"])["stance"]
+            return self.head(claim, texts)
+        raw = self.raw(claim, texts, ids)
+        if head is None and stance_trunk.stacks_head(self.model.manifest):
+            head = self.head(claim, texts)
+        return stance_trunk.calibrated(self.model.manifest, raw, head)
+
+    def head(self, claim: str, texts: Sequence[str]) -> np.ndarray:
+        """The pair model's stance head: P(support) as its own calibration gives it."""
+        return self.model.predict([pair_for("stance", claim, t) for t in texts], ["stance"])[
+            "stance"
+        ]
+
+    def raw(self, claim: str, texts: Sequence[str], ids: Sequence[str] | None = None) -> np.ndarray:
+        """The trunk's own P(support), before the fitted decision (over stored states where the
+        index has them)."""
+        assert self.trunk is not None
         states = self._stored(ids) if ids is not None else {}
         todo = [i for i in range(len(texts)) if ids is None or ids[i] not in states]
         made = (
@@ -48,7 +70,7 @@ class Support:
         seqs = [
             dequantize(*states[ids[i]]) if i not in made else made[i] for i in range(len(texts))
         ]
-        return stance_trunk.calibrated(self.model.manifest, self.trunk.support(claim, seqs))
+        return self.trunk.support(claim, seqs)
 
     def _stored(self, ids: Sequence[str]) -> dict:
         if self.searcher is None:
