@@ -77,6 +77,42 @@ def test_search_ties_news_to_the_claim_and_a_cluster(
         assert j["text"][r["start"] : r["end"]] == r["text"]
 
 
+def test_one_sentence_in_several_articles_is_shown_once(
+    tiny_pair_model, tiny_base, tmp_path, monkeypatch
+):
+    from perspect.api import Perspect
+    from perspect.core.config import IndexConfig
+    from perspect.core.render import news_line
+    from perspect.indexer.indexer import Indexer, Source
+
+    copies = [  # one wire sentence in two more outlets, spacing and case aside
+        {**ARTICLES[0], "id": f"w{i}", "outlet": f"Wire {i}", "text": text}
+        for i, text in enumerate(
+            [
+                "Animals feel pain and fear when abandoned, vets say.",
+                "animals feel  pain and fear when abandoned, Vets say. Shelters are full.",
+            ]
+        )
+    ]
+    Indexer("copies", home=tmp_path / "home", config=IndexConfig(("bm25",))).build(
+        [
+            Source("perspectives", write_json(tmp_path / "p.json", PERSPECTIVES)),
+            Source("news", write_jsonl(tmp_path / "news.jsonl", ARTICLES + copies)),
+        ]
+    )
+    monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
+    with Perspect.open("copies", home=tmp_path / "home", model=tiny_pair_model) as p:
+        res = p.search("Animals feel pain and fear when abandoned")
+    words = [" ".join(n.text.split()).casefold() for n in res.news]
+    assert len(words) == len(set(words)), words
+    pain = [n for n in res.news if "feel pain" in n.text]
+    assert len(pain) == 1 and len(pain[0].also) == 2, pain
+    ids = {pain[0].id, *pain[0].also}
+    assert {i.split("#")[0] for i in ids} == {"a1", "w0", "w1"}
+    assert "also in 2 other articles" in news_line(pain[0])
+    assert res.to_json()["news"][res.news.index(pain[0])]["also"] == list(pain[0].also)
+
+
 def test_news_that_bears_on_nothing_is_not_shown(
     news_index, tiny_pair_model, tiny_base, tmp_path, monkeypatch
 ):

@@ -66,7 +66,12 @@ def news_line(n) -> str:
     head = f"[{colour}]{n.relation} ({n.probability:.2f})[/]" + (
         f" [dim]{literal(src)}[/]" if src else ""
     )
-    return f"{head}  {highlight(n.text, n.rationale)}"
+    more = f" [dim](also in {_copies(len(n.also))})[/]" if n.also else ""
+    return f"{head}  {highlight(n.text, n.rationale)}{more}"
+
+
+def _copies(k: int) -> str:
+    return f"{k} other article{'s' if k > 1 else ''}"
 
 
 def bar(value: float, width: int = 10) -> str:

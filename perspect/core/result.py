@@ -126,6 +126,9 @@ class NewsItem(FrozenMetadata):
     cluster_relation: str | None = None  # "strengthens" / "weakens" (that cluster)
     cluster_probability: float = 0.0
     metadata: Mapping[str, Any] = field(default_factory=dict)  # outlet, date, title, article_id
+    # ids of the other retrieved news sentences with the same words (wire copies, syndication):
+    # shown once, under the best-ranked copy
+    also: tuple[str, ...] = ()
 
     @property
     def rationale_words(self) -> tuple[str, ...]:
@@ -147,6 +150,7 @@ class NewsItem(FrozenMetadata):
             "date": self.metadata.get("date"),
             "title": self.metadata.get("title"),
             "article_id": self.metadata.get("article_id"),
+            "also": list(self.also),
         }
 
 

@@ -8,9 +8,11 @@ the top clusters' phrasings, to say which perspective it bears on most.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from perspect.core.result import NewsItem, PerspectiveCluster
+from perspect.core.types import Hit
 from perspect.reranker.comparator import Comparator, Relation
 from perspect.retriever.searcher import Searcher
 
@@ -53,6 +55,7 @@ class News:
             hits = tuple(h for h, c in zip(hits, cos, strict=True) if c >= self.min_similarity)
         if not hits:
             return []
+        hits, also = _once(hits)
         rel = cmp.compare([(h.text, claim) for h in hits], setting="doc")
         kept = [(h, r) for h, r in zip(hits, rel, strict=True) if r.relation != "neither"]
         kept.sort(key=lambda x: -_p(x[1]))
@@ -80,6 +83,7 @@ class News:
                     _VERB[mine[best].relation] if related else None,
                     _p(mine[best]) if related else 0.0,
                     h.metadata,
+                    also[h.id],
                 )
             )
         return out
@@ -92,3 +96,18 @@ def _p(r: Relation) -> float:
     if r.relation == "weaken":
         return r.weaken
     return max(r.strengthen, r.weaken)
+
+
+def _once(hits: Sequence[Hit]) -> tuple[tuple[Hit, ...], dict[str, tuple[str, ...]]]:
+    """One hit per wording (case and spacing aside), the best-ranked, with the ids of its copies:
+    one wire sentence in eight outlets is one piece of news, and judging it once is cheaper."""
+    first: dict[str, Hit] = {}
+    copies: dict[str, list[str]] = {}
+    for h in hits:
+        key = re.sub(r"\s+", " ", h.text).strip().casefold()
+        if key in first:
+            copies[first[key].id].append(h.id)
+        else:
+            first[key] = h
+            copies[h.id] = []
+    return tuple(first.values()), {k: tuple(v) for k, v in copies.items()}

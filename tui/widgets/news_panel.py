@@ -42,7 +42,11 @@ def news_text(items: tuple[NewsItem, ...], cluster_of=None) -> Text:
             t.append(plain(n.text[at:s]))
             t.append(plain(n.text[s:e]), style="bold underline")
             at = e
-        t.append(plain(n.text[at:]) + "\n")
+        t.append(plain(n.text[at:]))
+        if n.also:  # the same words in other articles (wire copies), listed once
+            k = len(n.also)
+            t.append(f" (also in {k} other article{'s' if k > 1 else ''})", style="dim")
+        t.append("\n")
         if cluster_of and n.cluster in cluster_of:
             t.append(
                 f"  {n.cluster_relation} “{plain(cluster_of[n.cluster])}”\n", style=f"dim {colour}"
