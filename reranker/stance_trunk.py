@@ -21,6 +21,7 @@ import numpy as np
 
 from perspect.core import bundle, paths
 from perspect.core.errors import ModelError
+from perspect.core.stack import logit
 
 FORMAT = "perspect.stancetrunk/1"
 MANIFEST = "manifest.json"
@@ -302,11 +303,6 @@ def load_for(
     return trunk
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
-    return np.log(p / (1 - p))
-
-
 def stacks_head(manifest: dict[str, Any]) -> bool:
     """Whether the fitted decision also reads the pair head's P(support) (a stack)."""
     return "head" in manifest["stance_trunk"]["calibration"]
@@ -320,9 +316,9 @@ def calibrated(
     the two disagree where it matters, e.g. a perspective that repeats the claim's words, where
     the trunk hesitates and the head does not; dev AUROC 83.6 -> 84.8)."""
     c = manifest["stance_trunk"]["calibration"]
-    z = c["a"] * _logit(p) + c["b"]
+    z = c["a"] * logit(p) + c["b"]
     if "head" in c:
         if head is None:
             raise ValueError("this stance stack reads the pair head's P(support)")
-        z = z + c["head"] * _logit(head)
+        z = z + c["head"] * logit(head)
     return 1.0 / (1.0 + np.exp(-z))
