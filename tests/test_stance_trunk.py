@@ -268,3 +268,24 @@ def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
     one_sided = [Claim(3, "Uniforms help.", "train", (Cluster((3,), "SUPPORT", ()),))]
     with pytest.raises(PerspectError, match="supporting and opposing"):
         fit_stance_stack(model, one_sided, texts)
+
+
+def test_recalibrate_with_a_trunk_fits_the_stack_and_keeps_it(
+    tiny_trunk, tiny_pair_model, tiny_perspectrum, tmp_path
+):
+    """`perspect train --task calibrate --stance-model`: the stance decision becomes the stack
+    (fitted before the tune pass), which the later Platt fits leave alone; the pair head's own
+    stance calibration stays the identity the stack was fitted over."""
+    from perspect.lab.training import recalibrate
+
+    folder = tmp_path / "pair"
+    shutil.copytree(tiny_pair_model, folder)
+    m = recalibrate(
+        folder, tiny_perspectrum, retrievers=("bm25", "dense"), stance_model=tiny_trunk
+    ).manifest
+    fit = m["stance_trunk"]["calibration"]
+    assert set(fit) == {"a", "b", "head"} and all(np.isfinite(list(fit.values())))
+    assert m["calibration"]["stance"] == {"a": 1.0, "b": 0.0}
+    assert "T2" in m["tune_metrics"]
+    again = recalibrate(folder, tiny_perspectrum, retrievers=("bm25", "dense")).manifest
+    assert again["stance_trunk"]["calibration"] == fit  # kept trunk, same data: the same stack

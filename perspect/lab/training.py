@@ -84,24 +84,19 @@ def calibrate_and_tune(model: PairModel, pred) -> None:
             logit(np.array([f["head"] for _, f in pred.t3])),
             np.array([g for g, _ in pred.t3]),
         )
-    trunk = model.manifest.get("stance_trunk")
-    stacked = bool(trunk) and stance_trunk.stacks_head(model.manifest)
+    # with a stance trunk, the stance decision is its stack, fitted before the pass that made
+    # `pred` (fit_stance_stack): those scores are final
+    trunk = "stance_trunk" in model.manifest
     for task, (z, y) in labelled.items():
-        if task == "stance" and stacked:  # fitted before the pass (fit_stance_stack)
+        if task == "stance" and trunk:
             continue
-        if task == "stance" and trunk and len(z):  # the scores came from the stance trunk
-            trunk["calibration"] = fit_platt(z, y.astype(np.float64))
-        elif task in model.manifest["tasks"] and len(z):
+        if task in model.manifest["tasks"] and len(z):
             model.manifest["calibration"][task] = fit_platt(z, y.astype(np.float64))
 
     def recal(task: str, z) -> np.ndarray:
-        if task == "stance" and stacked:
+        if task == "stance" and trunk:
             return np.asarray(z, dtype=np.float64)
-        c = (
-            trunk["calibration"]
-            if task == "stance" and trunk
-            else model.manifest["calibration"][task]
-        )
+        c = model.manifest["calibration"][task]
         return c["a"] * np.asarray(z, dtype=np.float64) + c["b"]
 
     def recal_p(task: str, p: float) -> float:
@@ -186,8 +181,6 @@ def recalibrate(
         model.manifest.pop("stance_trunk", None)
     elif stance_model is not None:
         stance_trunk.attach(model.manifest, model_dir, stance_model)
-    elif "stance_trunk" in model.manifest:  # kept, re-fitted from raw scores
-        model.manifest["stance_trunk"]["calibration"] = {"a": 1.0, "b": 0.0}
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     if "stance_trunk" in model.manifest:
