@@ -66,12 +66,14 @@ def news_line(n) -> str:
     head = f"[{colour}]{n.relation} ({n.probability:.2f})[/]" + (
         f" [dim]{literal(src)}[/]" if src else ""
     )
-    more = f" [dim](also in {_copies(len(n.also))})[/]" if n.also else ""
+    more = f" [dim]({also_in(n)})[/]" if n.also else ""
     return f"{head}  {highlight(n.text, n.rationale)}{more}"
 
 
-def _copies(k: int) -> str:
-    return f"{k} other article{'s' if k > 1 else ''}"
+def also_in(n) -> str:
+    """Where else a news sentence's words were found (NewsItem.also), for a reader."""
+    k = len(n.also)
+    return f"also in {k} other article{'s' if k > 1 else ''}"
 
 
 def bar(value: float, width: int = 10) -> str:

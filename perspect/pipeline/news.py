@@ -8,7 +8,6 @@ the top clusters' phrasings, to say which perspective it bears on most.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from perspect.core.result import NewsItem, PerspectiveCluster
@@ -99,12 +98,13 @@ def _p(r: Relation) -> float:
 
 
 def _once(hits: Sequence[Hit]) -> tuple[tuple[Hit, ...], dict[str, tuple[str, ...]]]:
-    """One hit per wording (case and spacing aside), the best-ranked, with the ids of its copies:
-    one wire sentence in eight outlets is one piece of news, and judging it once is cheaper."""
+    """One hit per wording (case aside; the index stored them NFC with single spaces), the
+    best-ranked, with the ids of its copies: one wire sentence in eight outlets is one piece of
+    news, and judging it once is cheaper."""
     first: dict[str, Hit] = {}
     copies: dict[str, list[str]] = {}
     for h in hits:
-        key = re.sub(r"\s+", " ", h.text).strip().casefold()
+        key = h.text.casefold()
         if key in first:
             copies[first[key].id].append(h.id)
         else:

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
-from perspect.core.render import plain
+from perspect.core.render import also_in, plain
 from perspect.core.result import NewsItem
 
 
@@ -44,8 +44,7 @@ def news_text(items: tuple[NewsItem, ...], cluster_of=None) -> Text:
             at = e
         t.append(plain(n.text[at:]))
         if n.also:  # the same words in other articles (wire copies), listed once
-            k = len(n.also)
-            t.append(f" (also in {k} other article{'s' if k > 1 else ''})", style="dim")
+            t.append(f" ({also_in(n)})", style="dim")
         t.append("\n")
         if cluster_of and n.cluster in cluster_of:
             t.append(
