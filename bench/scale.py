@@ -5,7 +5,7 @@
 
 Per pool size and retriever: build time, disk, peak memory (each build in its own process, its
 ru_maxrss) and warm query p50 / p95 (PERSPECTRUM dev claims as queries, top 100, query encoding
-included), printed as one table for the README and docs/scale-out.md. `dense` is the backend as
+included), printed as one table for docs/scale-out.md. `dense` is the backend as
 shipped (flat under its `ann_min`, IVF-Flat past it); `dense-flat` keeps it exact at any size.
 
 `--ann SIZE` adds the dense index table at one pool size (own process): exact flat against the

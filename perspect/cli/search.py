@@ -70,8 +70,8 @@ def register(sub) -> None:
     q.add_argument(
         "--fast",
         action="store_true",
-        help="int8 cross-encoders and at most 24 equivalence pairs: p50 1.4x and p95 5x faster "
-        "here, for clustering quality (dev T3 over clusters 65.9 vs 69.3; README: Latency)",
+        help="int8 cross-encoders and at most 24 equivalence pairs: p50 1.9x and p95 4x faster "
+        "here, for some clustering quality (measured: bench/RESULTS.md, Latency)",
     )
     q.add_argument(
         "--retrieval-only",

@@ -30,7 +30,7 @@ W_FILE = "ClaimDiff-W/ClaimDiff-weak-{split}.json"
 RELATIONS = ("neither", "strengthen", "weaken")  # the comparator's classes, in this order
 # the deal of sorted topics, 20 at a time: 4 dev, 4 tune, 12 fit
 _CYCLE = "dfftfdfftffdftfdfftf"
-# upstream test-full's shares (README): what a news pool looks like to the comparator
+# upstream test-full's shares (docs/evaluation.md): what a news pool looks like to the comparator
 DOC_SHARES = {"strengthen": 0.1935, "weaken": 0.075}
 
 

@@ -62,8 +62,8 @@ class EngineConfig:
     quantize_equivalence: bool | None = None
     # The models' runtime. "onnx": every model of the query path is served from its exported
     # graph by ONNX Runtime with a `tokenizers` tokenizer, so a new process imports neither
-    # transformers nor (but for PLAID) torch: a cold search 3.6 s instead of 10 (README,
-    # "Latency"). "torch": the PyTorch models.
+    # transformers nor (but for PLAID) torch: a cold search 3.6 s instead of 10 (bench/RESULTS.md,
+    # "Latency"; docs/architecture.md, "Cold start"). "torch": the PyTorch models.
     runtime: str = "onnx"
     # At most this many pairs per search go through the equivalence cross-encoder (those with the
     # highest bound first; the rest count as its lowest score, 0). None: every pair that
@@ -92,7 +92,7 @@ FAST_EQUIVALENCE_PAIRS = 24
 
 
 def fast_config(**overrides) -> EngineConfig:
-    """Interactive speed on a small CPU, for a measured cost in T3 (README, "Latency"): int8
+    """Interactive speed on a small CPU, for a measured cost in T3 (bench/RESULTS.md, "Latency"): int8
     cross-encoders and at most `FAST_EQUIVALENCE_PAIRS` pairs through the equivalence
     cross-encoder. `perspect search --fast`, `perspect tui --fast`, `Perspect.open(fast=True)`."""
     return EngineConfig(

@@ -1,0 +1,123 @@
+"""The README stays a user's guide that fits a few screens, and what it and docs/ tell a reader
+to open or type exists: every repository path they name, every `make` target, every `perspect`
+subcommand and option (read from the real argparse parser, so a renamed flag fails here)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from perspect.cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = [README, ROOT / "bench" / "RESULTS.md", *sorted((ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 250
+# a repository path inside `code` or a Markdown link: top-level folders of this repository
+TOP = "docs|bench|perspect|tests|models|indexes|reranker|retriever|indexer|tui"
+PATH = re.compile(rf"(?<![\w./<$-])((?:{TOP})/[\w./-]*[\w/])")
+
+
+def _code_spans(text: str) -> list[str]:
+    """Inline `code`, fenced and indented code blocks, and Markdown link targets."""
+    spans = re.findall(r"`([^`\n]+)`", text)
+    spans += re.findall(r"\]\(([^)\s]+)\)", text)
+    spans += re.findall(r"```[^\n]*\n(.*?)```", text, re.S)
+    spans += re.findall(r"^(?: {4}|\t)(.+)$", text, re.M)
+    return spans
+
+
+def _named_paths(doc: Path) -> set[str]:
+    return {m for span in _code_spans(doc.read_text()) for m in PATH.findall(span)}
+
+
+def test_readme_fits_a_users_guide():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines (at most {README_MAX_LINES}): design goes to docs/, "
+        "figures to bench/RESULTS.md"
+    )
+    assert lines[0] == "# Perspect"
+    for heading in ("## Two commands", "## Using it", "## Reliability", "## The shipped models"):
+        assert heading in lines, heading
+
+
+def test_readme_links_the_docs_and_results_that_exist():
+    named = _named_paths(README)
+    assert "bench/RESULTS.md" in named and "docs/architecture.md" in named
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"README.md names paths that do not exist: {missing}"
+    # every page of docs/ is reachable from the README
+    unlinked = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "docs").glob("*.md")
+        if p.relative_to(ROOT).as_posix() not in named
+    )
+    assert not unlinked, f"docs/ pages the README does not link: {unlinked}"
+
+
+@pytest.mark.parametrize("doc", DOCS[1:], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_docs_name_only_paths_that_exist(doc):
+    missing = sorted(p for p in _named_paths(doc) if not (ROOT / p).exists())
+    assert not missing, f"{doc.name} names paths that do not exist: {missing}"
+
+
+def test_make_targets_in_the_readme_exist():
+    targets = set(re.findall(r"^([\w.-]+)\s*:(?!=)", (ROOT / "Makefile").read_text(), re.M))
+    spans = _code_spans(README.read_text())
+    named = {t for span in spans for t in re.findall(r"(?<![\w-])make ([a-z][\w-]*)", span)}
+    assert {"demo", "test"} <= named
+    assert named <= targets, f"README names make targets the Makefile lacks: {named - targets}"
+
+
+def _commands(text: str) -> list[str]:
+    """Each `perspect ...` command a reader is shown (code blocks and inline code), its
+    continuation lines joined and its trailing comment dropped."""
+    found: list[str] = []
+    for span in _code_spans(text):
+        current = None
+        for raw in span.splitlines():
+            line = raw.strip().removeprefix("$ ")
+            if line.startswith("perspect "):
+                current = line
+                found.append(current)
+            elif current is not None and raw[:1].isspace() and line.startswith(("[", "--")):
+                found[-1] = found[-1] + " " + line
+            else:
+                current = None
+    return [re.sub(r"\s+#.*$", "", c) for c in found]
+
+
+def _subcommand(parser: argparse.ArgumentParser, words: list[str]):
+    """The parser a command's leading words lead to, and the words that named a subcommand."""
+    path = []
+    for word in words:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        alternatives = word.split("|")
+        if not subs or alternatives[0] not in subs[0].choices:
+            break
+        unknown = [w for w in alternatives if w not in subs[0].choices]
+        assert not unknown, f"perspect {' '.join(path)}: no subcommand {unknown}"
+        parser = subs[0].choices[alternatives[0]]
+        path.append(alternatives[0])
+    return parser, path
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_perspect_commands_shown_exist(doc):
+    commands = _commands(doc.read_text())
+    root = build_parser()
+    for command in commands:
+        words = command.split()[1:]
+        parser, path = _subcommand(root, words)
+        if doc == README:
+            assert path, f"{command!r}: no subcommand"
+        options = {s for a in parser._actions for s in a.option_strings}
+        named = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", command))
+        unknown = sorted(named - options)
+        assert not unknown, f"{doc.name}: {command!r}: perspect {' '.join(path)} has no {unknown}"
+    if doc == README:
+        assert len(commands) >= 20  # the command-line synopsis is there
