@@ -100,7 +100,8 @@ class LowerGraph(nn.Module):
 
 
 class TopGraph(nn.Module):
-    """(joined states, attention_mask) -> stance logit: the graph exported to ONNX."""
+    """(joined states, attention_mask) -> every head's logits side by side, in `net.heads`'
+    order (a stance-only trunk: one column): the graph exported to ONNX."""
 
     def __init__(self, net: DecomposedNet):
         super().__init__()
@@ -110,4 +111,4 @@ class TopGraph(nn.Module):
         out = self.net._run(self.net.top_layers, states, attention_mask)
         m = attention_mask.unsqueeze(-1).to(out.dtype)
         pooled = (out * m).sum(1) / m.sum(1)
-        return self.net.heads["stance"](pooled).squeeze(-1)
+        return torch.cat([head(pooled) for head in self.net.heads.values()], -1)

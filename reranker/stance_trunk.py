@@ -24,13 +24,14 @@ from perspect.core.errors import ModelError
 from perspect.core.stack import logit
 
 FORMAT = "perspect.stancetrunk/1"
+RELATION_FORMAT = "perspect.relation/1"  # the relation model: the same trunk with more heads
 MANIFEST = "manifest.json"
 TRAIN = "python -m perspect.lab.train.stance_trunk --out models/stance"
 _LOADED: dict[tuple[str, float, bool], StanceTrunk] = {}
 _LOCK = threading.Lock()
 
 
-GRAPHS = ("stance_lower", "stance_top")
+GRAPHS = ("trunk_lower", "trunk_top")  # the top graph gives every head's logits
 WEIGHTS = ("adapter/*.safetensors", "heads.safetensors")
 
 
@@ -45,6 +46,11 @@ class StanceTrunk:
         self._onnx = onnx  # (lower session, top session) when served by ONNX Runtime
         self.max_length = int(manifest["max_length"])
         self.n_top = int(manifest["n_top"])
+        self.heads: dict[str, int] = dict(manifest.get("heads") or {"stance": 1})
+        ends = np.cumsum(list(self.heads.values()))
+        self.columns = {
+            h: slice(int(e) - n, int(e)) for (h, n), e in zip(self.heads.items(), ends, strict=True)
+        }
         self.base = Path(paths.resolve_base(manifest["base_model"]["name"]))
 
     @property
@@ -87,7 +93,7 @@ class StanceTrunk:
     @classmethod
     def _read(cls, folder: Path) -> tuple[Path, dict[str, Any]]:
         full = bundle.resolve(folder)  # a bundle entry: rebuilt once into the cache, checked
-        manifest = bundle.read_manifest(full, MANIFEST, FORMAT, "stance trunk", TRAIN)
+        manifest = read(full)
         for f in ("adapter/adapter_config.json", "heads.safetensors"):
             if not (full / f).is_file():
                 raise ModelError(f"{folder} is incomplete: {f} missing", hint=TRAIN)
@@ -141,11 +147,13 @@ class StanceTrunk:
                 f"cannot read the stance adapter in {folder}: {e}", hint=TRAIN
             ) from None
         enc = peft_model.merge_and_unload()  # serving pays no adapter matmuls
-        net = stance_net.DecomposedNet(enc, int(manifest["n_top"]), {"stance": 1}).eval()
+        names = dict(manifest.get("heads") or {"stance": 1})
+        net = stance_net.DecomposedNet(enc, int(manifest["n_top"]), names).eval()
         heads = load_file(str(full / "heads.safetensors"))
-        net.heads["stance"].load_state_dict(
-            {k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith("stance.")}
-        )
+        for name in names:
+            net.heads[name].load_state_dict(
+                {k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{name}.")}
+            )
         torch.set_num_threads(max(1, min(os.cpu_count() or 1, torch.get_num_threads())))
         return cls(tok, net, manifest, full, folder)
 
@@ -174,7 +182,7 @@ class StanceTrunk:
             joined = torch.cat([h, h], 1)
             graph = stance_net.TopGraph(self.net)
             onnxrt.export(graph, {"states": joined, "attention_mask": torch.cat([mask, mask], 1)},
-                          path, {0: "batch", 1: "length"}, ("logit",))  # fmt: skip
+                          path, {0: "batch", 1: "length"}, ("logits",))  # fmt: skip
 
         sessions = (onnxrt.session(self.origin, GRAPHS[0], fp, lower),
                     onnxrt.made(self.origin, GRAPHS[1], fp, top, int8))  # fmt: skip
@@ -184,18 +192,26 @@ class StanceTrunk:
                            self.origin, sessions)  # fmt: skip
 
     # -- scoring -----------------------------------------------------------------------------------
-    def _encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _encode(
+        self, texts: Sequence[str], pairs: Sequence[str] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """ids and mask of texts (or of text pairs, read jointly: twice the length)."""
+        n = self.max_length * (1 if pairs is None else 2)
         if self.served:
-            feats, _ = self.tok.encode(texts, max_length=self.max_length)
+            feats, _ = self.tok.encode(texts, pairs, max_length=n)
             return feats["input_ids"], feats["attention_mask"]
-        enc = self.tok(
-            list(texts),
-            truncation=True,
-            max_length=self.max_length,
-            padding=True,
-            return_tensors="np",
-        )
+        args = [list(texts)] + ([] if pairs is None else [list(pairs)])
+        enc = self.tok(*args, truncation=True, max_length=n, padding=True, return_tensors="np")
         return enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64)
+
+    def _lower_run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.served:
+            return self._onnx[0].run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        import torch
+
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            h = self.net.lower(torch.from_numpy(ids), torch.from_numpy(mask))
+        return h.float().numpy()
 
     def lower(self, texts: Sequence[str], batch: int = 64) -> list[np.ndarray]:
         """Each text's token states after the lower layers, alone (index-time for perspectives)."""
@@ -204,14 +220,7 @@ class StanceTrunk:
         for s in range(0, len(order), batch):
             idx = order[s : s + batch]
             ids, mask = self._encode([texts[i] for i in idx])
-            if self.served:
-                h = self._onnx[0].run(None, {"input_ids": ids, "attention_mask": mask})[0]
-            else:
-                import torch
-
-                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-                    h = self.net.lower(torch.from_numpy(ids), torch.from_numpy(mask))
-                h = h.float().numpy()
+            h = self._lower_run(ids, mask)
             for j, i in enumerate(idx):
                 out[i] = np.asarray(h[j, : int(mask[j].sum())], dtype=np.float32).copy()
         return out
@@ -224,26 +233,68 @@ class StanceTrunk:
 
     def joined(self, c: np.ndarray, states: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
         """`support` with the claim's lower states given (a claim scored against many texts)."""
-        out = np.zeros(len(states))
-        order = sorted(range(len(states)), key=lambda i: len(states[i]))
+        return self.pairs("stance", [c] * len(states), states, batch)
+
+    def pairs(
+        self, head: str, a: Sequence[np.ndarray], b: Sequence[np.ndarray], batch: int = 64
+    ) -> np.ndarray:
+        """Head `head` on each pair (a[i], b[i]) of lower states, decomposed (each text's lower
+        layers alone, as stored): a probability per pair for a one-logit head, a distribution
+        (n, classes) for the others."""
+        if not len(a):
+            return self._probs(head, np.zeros((0, sum(self.heads.values()))))
+        seqs = [
+            np.concatenate([np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32)])
+            for x, y in zip(a, b, strict=True)
+        ]
+        return self._probs(head, self._top(seqs, batch))
+
+    def joint(self, head: str, a: Sequence[str], b: Sequence[str], batch: int = 32) -> np.ndarray:
+        """Head `head` on text pairs read together through every layer (`<s> a </s></s> b </s>`):
+        the joint form, for judgments small enough to pay all layers per pair (compare)."""
+        if not len(a):
+            return self._probs(head, np.zeros((0, sum(self.heads.values()))))
+        seqs: list[np.ndarray] = [np.zeros(0)] * len(a)
+        order = sorted(range(len(a)), key=lambda i: len(a[i]) + len(b[i]))
         for s in range(0, len(order), batch):
             idx = order[s : s + batch]
-            seqs = [np.concatenate([c, np.asarray(states[i], dtype=np.float32)]) for i in idx]
-            width = max(len(x) for x in seqs)
-            h = np.zeros((len(seqs), width, c.shape[1]), dtype=np.float32)
-            mask = np.zeros((len(seqs), width), dtype=np.int64)
-            for j, x in enumerate(seqs):
-                h[j, : len(x)], mask[j, : len(x)] = x, 1
+            ids, mask = self._encode([a[i] for i in idx], [b[i] for i in idx])
+            h = self._lower_run(ids, mask)
+            for j, i in enumerate(idx):
+                seqs[i] = np.asarray(h[j, : int(mask[j].sum())], dtype=np.float32)
+        return self._probs(head, self._top(seqs, batch))
+
+    def _probs(self, head: str, logits: np.ndarray) -> np.ndarray:
+        z = np.asarray(logits[:, self.columns[head]], dtype=np.float64)
+        if z.shape[1] == 1:
+            return 1.0 / (1.0 + np.exp(-z[:, 0]))
+        z = np.exp(z - z.max(1, keepdims=True))
+        return z / z.sum(1, keepdims=True)
+
+    def _top(self, seqs: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
+        """Every head's logits (n, columns) for joined lower-state sequences, batched by length."""
+        n_cols = sum(self.heads.values())
+        out = np.zeros((len(seqs), n_cols))
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        for s in range(0, len(order), batch):
+            idx = order[s : s + batch]
+            width = max(len(seqs[i]) for i in idx)
+            h = np.zeros((len(idx), width, seqs[idx[0]].shape[1]), dtype=np.float32)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for j, i in enumerate(idx):
+                h[j, : len(seqs[i])], mask[j, : len(seqs[i])] = seqs[i], 1
             if self.served:
                 logits = self._onnx[1].run(None, {"states": h, "attention_mask": mask})[0]
             else:
                 import torch
 
+                from perspect.reranker import stance_net
+
                 with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
                     t = torch.from_numpy(h).to(torch.bfloat16)
-                    logits = self.net([t[j, : int(mask[j].sum())] for j in range(len(idx))],
-                                      "stance").float().squeeze(-1).numpy()  # fmt: skip
-            out[idx] = 1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64).reshape(-1)))
+                    m = torch.from_numpy(mask)
+                    logits = stance_net.TopGraph(self.net)(t, m).float().numpy()
+            out[idx] = np.asarray(logits, dtype=np.float64).reshape(len(idx), n_cols)
         return out
 
     def predict(self, claim: str, texts: Sequence[str]) -> np.ndarray:
@@ -264,7 +315,15 @@ def attach(manifest: dict[str, Any], model_dir: str | Path, folder: str | Path) 
 
 
 def read(folder: str | Path) -> dict[str, Any]:
-    return bundle.read_manifest(bundle.resolve(folder), MANIFEST, FORMAT, "stance trunk", TRAIN)
+    """The trunk's manifest: a stance trunk's, or the relation model's (the same trunk, with
+    inference, equivalence and ClaimDiff heads beside stance)."""
+    full = bundle.resolve(folder)
+    try:
+        fmt = json.loads((full / MANIFEST).read_text()).get("format")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        fmt = FORMAT  # read_manifest says what is wrong
+    fmt = fmt if fmt in (FORMAT, RELATION_FORMAT) else FORMAT
+    return bundle.read_manifest(full, MANIFEST, fmt, "stance trunk", TRAIN)
 
 
 def path_for(manifest: dict[str, Any], model_dir: Path | None) -> Path | None:

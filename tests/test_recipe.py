@@ -69,14 +69,18 @@ def test_the_shipped_recipe_orders_its_steps():
         "equivalence",
         "colbert",
         "stance-trunk",
+        "relation",
         "calibrate",
         "unclear",
         "verdict",
         "comparator",
     ]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
+    relation = next(s for s in recipe.steps() if s.name == "relation")
     calibrate = next(s for s in recipe.steps() if s.name == "calibrate")
-    assert trunk.base == "all-mpnet-base-v2" and "stance" in calibrate.reads
+    assert trunk.base == relation.base == "all-mpnet-base-v2"
+    # the relation model starts from the stance trunk; the decisions are fitted with it
+    assert "stance" in relation.reads and "relation" in calibrate.reads
     assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-3:] == [
         "calibrate",
         "unclear",

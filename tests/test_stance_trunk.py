@@ -127,7 +127,7 @@ def test_the_served_trunk_scores_as_pytorch_without_torch(tiny_trunk, tmp_path):
     )
     int8 = StanceTrunk.load(entry, serving=True, int8=True)  # --fast: the top graph in int8
     assert int8.served and int8 is not served
-    assert (entry / "onnx" / "stance_top.int8.onnx").is_file()
+    assert (entry / "onnx" / "trunk_top.int8.onnx").is_file()
     np.testing.assert_allclose(int8.predict(claim, texts), served.predict(claim, texts), atol=0.1)
     code = (
         "import sys; from perspect.reranker.stance_trunk import StanceTrunk; "

@@ -179,3 +179,22 @@ class Decisions:
             ),
             stacks=stacks,
         )
+
+
+@dataclass(frozen=True)
+class RelationCuts:
+    """Cuts on the relation model's inference head (P(entail), P(contradict)) where a reader acts
+    on it: a paragraph "supports" its perspective, a sentence is cited as its reason, a paragraph
+    "contradicts" it. Fitted for precision on held-out inference pairs (the relation entry's
+    manifest, `decisions.evidence`); below them a paragraph is only "related" and no sentence is
+    cited."""
+
+    entail_at: float
+    contradict_at: float
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any], use: str) -> RelationCuts | None:
+        got = (manifest.get("decisions") or {}).get(use)
+        if not got:
+            return None
+        return cls(float(got["entail_at"]), float(got["contradict_at"]))

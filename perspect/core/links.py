@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 LINKS = "links.sqlite"
@@ -16,6 +16,9 @@ DEPTH = 20  # candidates taken from each retriever before fusion
 KEEP = 5  # links stored per perspective
 RRF_K = 60  # fusion constant of the stored scores (the engine's evidence stack reads them)
 WHY_COLUMNS = ("why_start", "why_end", "why_cos")
+# the relation model's reading of the cited sentence against the perspective (NULL: not judged)
+JUDGED_COLUMNS = ("why_entail", "why_contra")
+JUDGED = 3  # links per perspective whose sentences the relation model reads at index time
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class Link:
     rmargin: float = 0.0
     why: tuple[int, int] | None = None
     why_cosine: float = 0.0
+    # P(the cited sentence entails / contradicts the perspective) by the relation model's
+    # inference head (perspect.indexer.links.with_relations); None: not judged
+    entail: float | None = None
+    contradict: float | None = None
 
 
 class Links:
@@ -45,14 +52,16 @@ class Links:
         if not readonly:
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS links (pid TEXT, rank INTEGER, eid TEXT, score REAL,"
-                " cosine REAL, why_start INTEGER, why_end INTEGER, why_cos REAL,"
+                " cosine REAL, why_start INTEGER, why_end INTEGER, why_cos REAL, why_entail REAL,"
+                " why_contra REAL,"
                 " PRIMARY KEY (pid, rank))"
             )
-            with self.db:  # a table written before the cited sentences were stored
-                for col in sorted(set(WHY_COLUMNS) - self._columns()):
-                    kind = "REAL" if col == "why_cos" else "INTEGER"
+            with self.db:  # a table written before the cited sentences (or judgments) were stored
+                for col in [c for c in (*WHY_COLUMNS, *JUDGED_COLUMNS) if c not in self._columns()]:
+                    kind = "INTEGER" if col in ("why_start", "why_end") else "REAL"
                     self.db.execute(f"ALTER TABLE links ADD COLUMN {col} {kind}")
         self.has_why = set(WHY_COLUMNS) <= self._columns()
+        self.has_judged = set(JUDGED_COLUMNS) <= self._columns()
 
     def _columns(self) -> set[str]:
         return {r[1] for r in self.db.execute("PRAGMA table_info(links)")}
@@ -65,17 +74,27 @@ class Links:
         """pid -> its links, best first."""
         out: dict[str, list[Link]] = {p: [] for p in pids}
         cols = ", ".join(WHY_COLUMNS) if self.has_why else "NULL, NULL, NULL"
+        cols += ", " + (", ".join(JUDGED_COLUMNS) if self.has_judged else "NULL, NULL")
         for i in range(0, len(pids), 500):
             chunk = list(pids[i : i + 500])
             q = ",".join("?" * len(chunk))
-            for pid, eid, score, cos, ws, we, wc in self.db.execute(
+            for pid, eid, score, cos, ws, we, wc, je, jc in self.db.execute(
                 f"SELECT pid, eid, score, cosine, {cols} FROM links WHERE pid IN ({q})"
                 " AND rank < ? ORDER BY pid, rank",
                 [*chunk, k],
             ):
                 why = (int(ws), int(we)) if ws is not None and we is not None else None
-                out[pid].append(Link(eid, score, cos, why=why, why_cosine=float(wc or 0.0)))
+                link = Link(eid, score, cos, why=why, why_cosine=float(wc or 0.0))
+                out[pid].append(replace(link, entail=je, contradict=jc))
         return out
+
+    def judge(self, rows: Iterable[tuple[str, str, float, float]]) -> None:
+        """Store (pid, evidence id, P(entail), P(contradict)) of links' cited sentences."""
+        with self.db:
+            self.db.executemany(
+                "UPDATE links SET why_entail = ?, why_contra = ? WHERE pid = ? AND eid = ?",
+                [(e, c, pid, eid) for pid, eid, e, c in rows],
+            )
 
     def replace(self, rows: Iterable[tuple[str, list[Link]]]) -> None:
         with self.db:
@@ -83,7 +102,7 @@ class Links:
                 self.db.execute("DELETE FROM links WHERE pid = ?", (pid,))
                 self.db.executemany(
                     "INSERT INTO links (pid, rank, eid, score, cosine, why_start, why_end,"
-                    " why_cos) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " why_cos, why_entail, why_contra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             pid,
@@ -93,6 +112,8 @@ class Links:
                             x.cosine,
                             *(x.why or (None, None)),
                             x.why_cosine if x.why else None,
+                            x.entail,
+                            x.contradict,
                         )
                         for r, x in enumerate(links)
                     ],

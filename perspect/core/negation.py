@@ -26,12 +26,19 @@ def negate(claim: str) -> str:
     before a leading imperative or for "has to"; else "It is not true that ...". Written for the
     short debate claims of PERSPECTRUM, and checked on them by hand (tests/test_contrast.py)."""
     text = claim.strip().rstrip(".")
+    m = re.match(r"(?i)it is not true that\s+", text)
+    if m:  # the rule's own negation, undone
+        rest = text[m.end() :]
+        return rest[:1].upper() + rest[1:]
     m = re.search(r"\b(has to|have to)\b", text, re.I)
     if m:
         aux = "does not have to" if m.group(1).lower() == "has to" else "do not have to"
         return text[: m.start()] + aux + text[m.end() :]
     m = re.search(rf"\b({MODALS}|{BE})\b", text, re.I)
     if m and not re.match(r"(?i)it is (not )?true that", text):
+        after = re.match(r"\s+not\b", text[m.end() :], re.I)
+        if after:  # already negated ("X should not Y"): its negation drops the "not"
+            return text[: m.end()] + text[m.end() + after.end() :]
         if m.group(1).lower() == "can":
             return text[: m.start()] + m.group(1) + _not(m.group(1)).lower() + text[m.end() :]
         return text[: m.end()] + " " + _not(m.group(1)) + text[m.end() :]

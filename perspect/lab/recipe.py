@@ -62,9 +62,24 @@ def steps(
     # the stance trunk (issue 33): LoRA on all-mpnet-base-v2's top layers, decomposed; P(support)
     # of what a search shows comes from it, so the decisions are fitted after it
     out.append(Step("stance-trunk", "stance-trunk", "stance", base=paths.PACKAGED_MPNET))
-    reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "stance")
-    # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack)
-    out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=1))
+    # the relation model (issue 41): that trunk, warm-started from it, with inference,
+    # equivalence and ClaimDiff heads beside stance; what a search, compare and news read
+    # Time-boxed (75 min from its start, caches included) to fit a 2-core session: the shipped
+    # entry's record says how many of its steps ran (training.train.steps_done).
+    out.append(
+        Step(
+            "relation",
+            "relation",
+            "relation",
+            reads=("stance",),
+            base=paths.PACKAGED_MPNET,
+            options=dict(RELATION_OPTIONS),
+        )
+    )
+    reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "relation")
+    # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
+    # rev 2: the trunk is the relation model's
+    out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=2))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
     out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
     if comparator:
@@ -73,6 +88,16 @@ def steps(
 
 
 PAIR_TRAINING = ("all", "continue")  # the steps that train the pair model's heads
+# the shipped relation model's run (python -m perspect.lab.train.relation with these options)
+RELATION_OPTIONS = (
+    ("nli_train", 22000),
+    ("joint_train", 6000),
+    ("nli_held", 3000),
+    ("joint_held", 1500),
+    ("numeric", 1500),
+    ("epochs", 1.25),
+    ("minutes", 75.0),
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +107,8 @@ class OtherData:
     claimdiff: Path = Path("data") / "claimdiff"
     # the stance trunk's intermediate phase (its page-held-out split is made by the trainer)
     vitaminc: Path = Path("../shared/data/vitaminc/vitaminc_real_shared.jsonl")
+    # the relation model's inference pairs (SNLI, MultiNLI, counterfactual, Breaking NLI)
+    inference: Path = Path("../shared/data/inference")
     # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
     # to their stance, relevance and equivalence pairs
     corrections: tuple = ()
@@ -96,6 +123,14 @@ class OtherData:
         if not self.vitaminc.is_file():
             return None
         return {"file": self.vitaminc.name, "sha256": bundle.sha256_file(self.vitaminc)}
+
+    def inference_fingerprints(self) -> list[dict] | None:
+        from perspect.lab.train.relation import NLI_FILES
+
+        files = [self.inference / f"{n}.jsonl" for n in NLI_FILES]
+        if not all(f.is_file() for f in files):
+            return None
+        return [{"file": f"inference/{f.name}", "sha256": bundle.sha256_file(f)} for f in files]
 
     def fingerprints(self) -> list[dict] | None:
         """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
@@ -196,6 +231,13 @@ def make(
                 out.append(Outcome(step.name, False, ""))
                 continue
             sha = [*data_sha, vc]
+        if step.task == "relation":
+            nli, cdf = other.inference_fingerprints(), other.fingerprints()
+            if nli is None or cdf is None:
+                log(f"{step.name}: no inference pairs in {other.inference} or ClaimDiff, skipped")
+                out.append(Outcome(step.name, False, ""))
+                continue
+            sha = [*data_sha, *nli, *cdf]
         fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
         key = inputs_key(
             step, data, root, before.get(step.writes, ""), step.base or base, sha, fixes
@@ -259,6 +301,12 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             from perspect.lab.train.stance_trunk import train_entry
 
             train_entry(data, folder, log, vitaminc_file=other.vitaminc, **step.options)
+        elif step.task == "relation":
+            from perspect.lab.train.relation import train_entry as train_relation
+
+            train_relation(data, folder, log, inference=other.inference,
+                           claimdiff=other.claimdiff, warm_start=root / "stance",
+                           **step.options)  # fmt: skip
         elif step.task == "all":
             training.train(
                 data,
@@ -291,7 +339,8 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             training.refit_verdict(folder, data, reporter=reporter)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
-            eq, st = root / "equivalence", root / "stance"
+            eq, st = root / "equivalence", root / "relation"
+            st = st if bundle.is_bundle(st) else root / "stance"
             training.recalibrate(
                 folder,
                 data,

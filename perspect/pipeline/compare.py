@@ -24,6 +24,7 @@ import numpy as np
 from perspect.core.errors import InputError
 from perspect.indexer.news import split_sentences
 from perspect.indexer.readers import read_text_file
+from perspect.pipeline.quantities import conflicts
 from perspect.reranker.comparator import Comparator
 
 
@@ -147,6 +148,14 @@ class CompareConfig:
     # on bench/compare_cases.json's 30 hand-written sentence pairs it finds 8 of 19 disputes and
     # calls none of 11 agreements a dispute, where the comparator alone found 0 of 19.
     dispute_below: float = 0.35
+    # With the relation model (a trunk with an inference head): two aligned sentences read
+    # together, both orders averaged. A dispute when P(contradiction) clears `contradict_at` or
+    # their figures conflict (perspect.pipeline.quantities) and P(entailment) is under
+    # `entail_at`; an agreement when P(entailment) clears `entail_at`; neither otherwise.
+    # The relation entry's manifest holds the cuts fitted on held-out inference pairs for
+    # precision (`decisions.compare`); these are the fallbacks.
+    contradict_at: float = 0.6
+    entail_at: float = 0.6
 
 
 class SentenceEncoder:
@@ -219,6 +228,43 @@ def opposed(stance, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
     return out
 
 
+def inference(relation, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
+    """P(entail, neutral, contradict) of each (i, j) pair read jointly, averaged over both orders
+    (each sentence in turn the premise): a dispute has no direction."""
+    left = [a[i] for i, _ in pairs]
+    right = [b[j] for _, j in pairs]
+    return (relation.joint("nli", left, right) + relation.joint("nli", right, left)) / 2
+
+
+def relation_cuts(relation, cfg: CompareConfig) -> tuple[float, float]:
+    """(contradict_at, entail_at): the relation model's fitted cuts, else the config's."""
+    got = (getattr(relation, "manifest", None) or {}).get("decisions", {}).get("compare", {})
+    return float(got.get("contradict_at", cfg.contradict_at)), float(
+        got.get("entail_at", cfg.entail_at)
+    )
+
+
+def _figure_spans(sentence: str, other: str) -> tuple[tuple[int, int], ...]:
+    return tuple(x.span for x, _ in conflicts(sentence, other))
+
+
+def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig):
+    """Links of the candidate pairs by the relation model and the figures they state."""
+    contradict_at, entail_at = relation_cuts(relation, cfg)
+    p = inference(relation, a.sentences, b.sentences, cand) if cand else np.zeros((0, 3))
+    links = []
+    for k, (i, j) in enumerate(cand):
+        sa, sb = a.sentences[i], b.sentences[j]
+        entail, contra = float(p[k, 0]), float(p[k, 2])
+        figures = _figure_spans(sa, sb)
+        if contra >= contradict_at or (figures and entail < entail_at):
+            prob = max(contra, 0.9 if figures else 0.0)
+            links.append(SentenceLink(i, j, "weakens", prob, float(sim[i, j]), figures))
+        elif entail >= entail_at:
+            links.append(SentenceLink(i, j, "strengthens", entail, float(sim[i, j]), ()))
+    return links
+
+
 def compare_articles(
     a: Article,
     b: Article,
@@ -241,6 +287,10 @@ def compare_articles(
                 cand.append((i, int(j)))
     copies = [(i, j) for i, j in cand if same_claim(a.sentences[i], b.sentences[j])]
     cand = [c for c in cand if c not in set(copies)]
+    links = [SentenceLink(i, j, "strengthens", 1.0, float(sim[i, j]), ()) for i, j in copies]
+    if stance is not None and "nli" in getattr(stance, "heads", {}):
+        links += judged_links(a, b, cand, sim, stance, cfg)
+        return _finish(a, b, links, cand, copies, cfg, t0)
     pairs = [(a.sentences[i], b.sentences[j]) for i, j in cand]
     rel = comparator.compare(pairs, setting="doc") if pairs else []
     # only on the sentence of B closest to A's: the trunk reads two unrelated facts as opposed
@@ -249,7 +299,6 @@ def compare_articles(
     q = np.ones(len(cand))
     if stance is not None and closest:
         q[closest] = opposed(stance, a.sentences, b.sentences, [cand[k] for k in closest])
-    links = [SentenceLink(i, j, "strengthens", 1.0, float(sim[i, j]), ()) for i, j in copies]
     for k, ((i, j), r) in enumerate(zip(cand, rel, strict=True)):
         if q[k] < cfg.dispute_below:
             why = r.rationale if r.relation == "weaken" else ()
@@ -260,6 +309,10 @@ def compare_articles(
         p = r.strengthen if r.relation == "strengthen" else r.weaken
         verb = "strengthens" if r.relation == "strengthen" else "weakens"
         links.append(SentenceLink(i, j, verb, p, float(sim[i, j]), r.rationale))
+    return _finish(a, b, links, cand, copies, cfg, t0)
+
+
+def _finish(a, b, links, cand, copies, cfg: CompareConfig, t0: float) -> Comparison:
     links.sort(key=lambda x: -x.probability)
     if cfg.one_per_sentence:
         seen: set[int] = set()

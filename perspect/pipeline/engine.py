@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from perspect.core.corrections import Corrections
-from perspect.core.decisions import Decisions
+from perspect.core.decisions import Decisions, RelationCuts
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
@@ -36,6 +36,7 @@ from perspect.reranker import stance_trunk
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import load_for
 from perspect.reranker.model import PairModel
+from perspect.reranker.relation_judge import RelationJudge
 from perspect.retriever.base import VectorBackend
 from perspect.retriever.searcher import MAX_K, Searcher
 
@@ -149,11 +150,15 @@ class Engine:
                 "does not name",
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
-        self.stance = Support(
-            self.model,
-            stance_trunk.load_for(model.manifest, model.origin, serving=onnx, int8=q and onnx),
-            searcher,
-        )
+        trunk = stance_trunk.load_for(model.manifest, model.origin, serving=onnx, int8=q and onnx)
+        self.stance = Support(self.model, trunk, searcher)
+        # the relation model (a trunk with an inference head) decides evidence verdicts, cited
+        # reasons and news relations under its fitted cuts
+        self.relation = trunk if trunk is not None and "nli" in trunk.heads else None
+        # news relations from the relation model where it has fitted news cuts (an index with
+        # news: `comparator` is given), else from the ClaimDiff comparator
+        judge = RelationJudge.of(self.relation) if comparator is not None else None
+        self.comparator = comparator = judge or self.comparator
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
         self.corrections = Corrections(searcher.dir.root)
         self.clusters = Clusters(
@@ -164,8 +169,13 @@ class Engine:
             cfg.min_overlap,
             cfg.equivalence_ce_max_pairs,
         )
+        cuts = (
+            RelationCuts.from_manifest(self.relation.manifest, "evidence")
+            if self.relation
+            else None
+        )
         self.evidence_stage = Evidence(
-            searcher, self.decisions, cfg.evidence_clusters, cfg.evidence_per_cluster
+            searcher, self.decisions, cfg.evidence_clusters, cfg.evidence_per_cluster, cuts
         )
         self.news_stage = News(
             searcher,

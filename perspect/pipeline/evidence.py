@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
+from perspect.core.decisions import Decisions, RelationCuts
 from perspect.core.links import RRF_K, Link
 from perspect.core.result import EvidenceItem, PerspectiveCluster
 from perspect.core.stack import Stack
@@ -23,9 +23,20 @@ UNBACKED_PENALTY = 0.85  # substantiated perspectives rank higher
 
 
 class Evidence:
-    def __init__(self, searcher: Searcher, decisions: Decisions, clusters: int, per_cluster: int):
+    def __init__(
+        self,
+        searcher: Searcher,
+        decisions: Decisions,
+        clusters: int,
+        per_cluster: int,
+        cuts: RelationCuts | None = None,
+    ):
+        """`cuts`: the relation model's, where links carry its judgments of their cited
+        sentences (indexer.links.with_relations): then a paragraph "supports" only when its
+        sentence entails the perspective and "contradicts" when it contradicts it."""
         self.searcher = searcher
         self.decisions = decisions
+        self.cuts = cuts
         self.clusters = clusters  # clusters that get evidence (a lookup: cheap)
         self.per_cluster = per_cluster  # paragraphs shown per cluster
 
@@ -55,7 +66,7 @@ class Evidence:
         ev = self.searcher.vector_backend("evidence")
         vecs = persp.vectors if persp is not None and ev is not None else None
         embed = ev.embed_queries if vecs is not None else None
-        reasons = why.cite(clusters, vecs, embed, stored if vecs is not None else None)
+        reasons = why.cite(clusters, vecs, embed, stored if vecs is not None else None, self.cuts)
         return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
 
     def for_groups(self, groups: Sequence[Sequence[str]]) -> list[list[EvidenceItem]]:
@@ -75,19 +86,29 @@ class Evidence:
         chosen, items = self.group_links(groups)
         rule = self.decisions.evidence_rule
         verdict = self.decisions.evidence_verdict
-        stored = [{x.evidence_id: (x.why, x.why_cosine) for x in c if x.why} for c in chosen]
+        stored = [
+            {x.evidence_id: (x.why, x.why_cosine, x.entail, x.contradict) for x in c if x.why}
+            for c in chosen
+        ]
         out = []
         for links in chosen:
             scores, order, backed = ranked_links(links, self.decisions.stack("evidence"), rule)
+            judged = self.cuts is not None and any(x.entail is not None for x in links)
+            verdicts = [
+                judged_verdict(links[i], self.cuts)
+                if judged
+                else "supports"
+                if (rank in backed if verdict is None else scores[i] >= verdict)
+                else "related"
+                for rank, i in enumerate(order)
+            ]
             out.append(
                 [
                     EvidenceItem(
                         links[i].evidence_id,
                         items[links[i].evidence_id].text,
                         float(scores[i]),
-                        "supports"
-                        if (rank in backed if verdict is None else scores[i] >= verdict)
-                        else "related",
+                        verdicts[rank],
                         items[links[i].evidence_id].metadata,
                     )
                     for rank, i in enumerate(order)
@@ -147,6 +168,16 @@ class Evidence:
         persp = self.searcher.vector_backend("perspectives")
         vecs = persp.vectors([p for p, _ in items]) if persp is not None else None
         return dict(compute(items, ev, vecs))
+
+
+def judged_verdict(link: Link, cuts: RelationCuts) -> str:
+    """ "supports" when the link's cited sentence entails the perspective (and does not
+    contradict it), "contradicts" when it contradicts it, else "related" (unjudged links too)."""
+    if link.entail is None or link.contradict is None:
+        return "related"
+    if link.contradict >= cuts.contradict_at:
+        return "contradicts"
+    return "supports" if link.entail >= cuts.entail_at else "related"
 
 
 def link_features(links: Sequence[Link]) -> dict[str, np.ndarray]:

@@ -9,7 +9,9 @@ the top clusters' phrasings, to say which perspective it bears on most.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from perspect.core.negation import negate
 from perspect.core.result import NewsItem, PerspectiveCluster
 from perspect.core.types import Hit
 from perspect.reranker.comparator import Comparator, Relation
@@ -55,7 +57,12 @@ class News:
         if not hits:
             return []
         hits, also = _once(hits)
-        rel = cmp.compare([(h.text, claim) for h in hits], setting="doc")
+        # the negation rule where the judge was trained to read negation (the relation model);
+        # the ClaimDiff comparator was not, and reads a claim and its negation alike
+        if getattr(cmp, "reads_negation", False):
+            rel = one_sided(cmp, [h.text for h in hits], claim)
+        else:
+            rel = cmp.compare([(h.text, claim) for h in hits], setting="doc")
         kept = [(h, r) for h, r in zip(hits, rel, strict=True) if r.relation != "neither"]
         kept.sort(key=lambda x: -_p(x[1]))
         kept = kept[: self.most]
@@ -86,6 +93,25 @@ class News:
                 )
             )
         return out
+
+
+def one_sided(judge, sentences: Sequence[str], claim: str) -> list[Relation]:
+    """Each sentence's relation to `claim` ("doc" cuts), kept only where the sentence bears that
+    relation to the claim more than to the claim's negation: a sentence cannot strengthen (or
+    weaken) a claim and its negation (issue 41 saw one shown as strengthening both). Where the
+    model reads both alike, the sentence only shares the topic and is not shown."""
+    rel = judge.compare([(s, claim) for s in sentences], setting="doc")
+    flipped = judge.compare([(s, negate(claim)) for s in sentences], setting="doc")
+    out = []
+    for r, n in zip(rel, flipped, strict=True):
+        if r.relation != "neither" and _of(n, r.relation) >= _of(r, r.relation):
+            r = replace(r, relation="neither")
+        out.append(r)
+    return out
+
+
+def _of(r: Relation, relation: str) -> float:
+    return r.strengthen if relation == "strengthen" else r.weaken
 
 
 def _p(r: Relation) -> float:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from perspect.core.decisions import RelationCuts
 from perspect.core.result import EvidenceItem, PerspectiveCluster, Why
 from perspect.indexer.links import MIN_CHARS
 from perspect.indexer.news import sentence_spans
@@ -38,7 +39,8 @@ def candidates(evidence: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, tup
     ]
 
 
-Stored = Mapping[str, tuple[tuple[int, int], float]]  # evidence id -> (best span, its cosine)
+# evidence id -> (best span, its cosine, P(entail), P(contradict) by the relation model or None)
+Stored = Mapping[str, tuple[tuple[int, int], float, float | None, float | None]]
 
 
 def cite(
@@ -46,21 +48,34 @@ def cite(
     perspective_vectors: Callable[[list[str]], np.ndarray] | None,
     embed: Callable[[list[str]], np.ndarray] | None,
     stored: Sequence[Stored] | None = None,
+    cuts: RelationCuts | None = None,
 ) -> list[Why | None]:
     """The cited sentence of each cluster (None where it has no evidence).
 
     `stored[i]`: cluster i's links' best sentences, computed at index time (indexer.links); a
     cluster whose every candidate paragraph has one is cited from them with nothing encoded (the
     same choice: each paragraph's best sentence, then the best of those). The others are scored
-    here; with vectors, their distinct candidate sentences are encoded in one call."""
+    here; with vectors, their distinct candidate sentences are encoded in one call.
+
+    `cuts` (the relation model's, with links it judged): a cluster cites the sentence that most
+    entails its perspective among its "supports" paragraphs (whose verdict says their sentence
+    entails it and does not contradict it), and nothing when none does: "no backing sentence
+    found" rather than a sentence that only shares words, or argues the opposite."""
     out: list[Why | None] = [None] * len(clusters)
     todo = []
     for ci, c in enumerate(clusters):
         paragraphs = backing(c.evidence)
         known = stored[ci] if stored is not None else {}
+        if cuts is not None and any(v[2] is not None for v in known.values()):
+            sure = [e for e in c.evidence if e.verdict == "supports" and e.id in known]
+            if sure:
+                best = max(sure, key=lambda e: known[e.id][2] or 0.0)
+                (s, t) = known[best.id][0]
+                out[ci] = Why(best.id, best.text[s:t], (s, t)) if t > s else None
+            continue
         if paragraphs and all(e.id in known for e in paragraphs):
             best = max(paragraphs, key=lambda e: known[e.id][1])  # first of ties, as below
-            (s, t), _ = known[best.id]
+            (s, t) = known[best.id][0]
             out[ci] = Why(best.id, best.text[s:t], (s, t)) if t > s else None
         else:
             todo.append(ci)

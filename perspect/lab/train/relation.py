@@ -440,6 +440,32 @@ def save(out: Path, peft_model, net, res: dict, base: str, args) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
 
 
+def pack(full: Path, out: Path) -> None:
+    """The trained folder as a bundle entry: adapter, heads and manifest, checked against the
+    base's sha256 (perspect.core.bundle)."""
+    man = json.loads((full / "manifest.json").read_text())
+    keep = ("base_model", "code", "data", "training", "dev_metrics", "created")
+    record = {k: man[k] for k in keep if k in man}
+    bundle.pack(full, out, name=out.name, role="relation", base_id=man["base_model"]["name"],
+                record=record)  # fmt: skip
+
+
+def train_entry(data: Path, folder: Path, log, **options) -> dict:
+    """`make models` step "relation": train in a scratch folder, then pack into `folder`."""
+    import tempfile
+
+    defaults = vars(parser().parse_args(["--out", "unused"]))
+    args = argparse.Namespace(**{**defaults, **options, "data": Path(data)})
+    with tempfile.TemporaryDirectory(prefix="perspect-relation-") as tmp:
+        args.out = Path(tmp) / "relation"
+        res = run(args, log)
+        from perspect.lab.relation_fit import fit_folder
+
+        res["decisions"] = fit_folder(args.out, args.inference, args.claimdiff)
+        pack(args.out, Path(folder))
+    return res
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -462,6 +488,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--minutes", type=float, default=600, help="stop training after this long")
     ap.add_argument("--claims", type=int, default=None, help="a few claims of each set (smoke)")
     ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--pack", type=Path, default=None, help="then pack --out into this entry")
     return ap
 
 
@@ -477,6 +504,8 @@ def main() -> None:
             f.write(line + "\n")
 
     run(args, log)
+    if args.pack is not None:
+        pack(args.out, args.pack)
 
 
 if __name__ == "__main__":

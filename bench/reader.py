@@ -1,0 +1,124 @@
+"""Read answers as a user would: claims written for this bench (not PERSPECTRUM's), every cluster's
+side, cited reason, top evidence verdict and news, printed for a person to judge.
+
+Why a person: a valid span is not a reason that backs anything, and a side is right only when it
+is the perspective's attitude to *this* claim (issue 41's reader study: 62 % of sides right, 20 %
+of reasons arguing the opposite). The script prints; `--judged FILE` re-prints a saved run with
+the judgments recorded in it (JSON: claim -> cluster representative -> {side, reason, evidence}
+each "right"/"wrong"/"opposite"/"n/a") and counts them.
+
+    python bench/reader.py --index default [--json OUT] [--k 10]
+    python bench/reader.py --judged bench/reader_judged.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+# written for this bench; none is a PERSPECTRUM claim (checked by --check)
+CLAIMS = [
+    "Smartphones should be banned in schools",
+    "Social media companies should be regulated like tobacco companies",
+    "Governments should stop funding crewed missions to Mars",
+    "More nuclear power plants are needed",
+    "Out of town shopping malls damage town centres",
+    "Zoos should be closed",
+    "Homework should be abolished in primary schools",
+    "Self-driving cars should be allowed on public roads",
+    "Tipping in restaurants should be abolished",
+    "Animal testing should be banned",
+    "The death penalty should be abolished",
+    "Junk food advertising aimed at children should be banned",
+    "Four-day working weeks should become the norm",
+    "Governments should introduce a universal basic income",
+    "Violent video games make children aggressive",
+    "Genetically modified crops are safe to eat",
+    "Cities should ban cars from their centres",
+    "Plastic bags should be banned",
+    "School uniforms should be compulsory",
+    "Professional athletes are overpaid",
+    "Hunting for sport should be illegal",
+    "Cash should be phased out in favour of digital payments",
+    "Vaccination should be mandatory for children",
+    "Nuclear weapons make the world safer",
+]
+
+
+def answers(index: str, k: int) -> list[dict]:
+    from perspect.api import Perspect
+
+    p = Perspect.open(index)
+    out = []
+    for claim in CLAIMS:
+        a = p.search(claim, k=k)
+        out.append(a.to_json())
+    return out
+
+
+def show(runs: list[dict], judged: dict | None = None) -> Counter:
+    counts: Counter = Counter()
+    for ans in runs:
+        claim = ans["claim"]
+        print(f"\n## {claim}")
+        marks = (judged or {}).get(claim, {})
+        for c in ans.get("clusters", []):
+            rep = c["representative"]["text"]
+            why = (c.get("why") or {}).get("sentence")
+            ev = c.get("evidence") or []
+            top = ev[0]["verdict"] if ev else "none"
+            print(f"- [{c['side_label']} {c['strength']:.2f}] {rep}")
+            print(f"    why: {why or 'no backing sentence found'}")
+            print(f"    top evidence: {top}" + (f" -- {ev[0]['text'][:160]}" if ev else ""))
+            m = marks.get(rep)
+            if m:
+                print(f"    judged: {m}")
+                for what, v in m.items():
+                    counts[f"{what}:{v}"] += 1
+        for n in ans.get("news", []):
+            print(f"  news {n['relation']} ({n['probability']:.2f}): {n['text'][:140]}")
+    return counts
+
+
+def check() -> None:
+    """None of the claims is a PERSPECTRUM claim (casefolded match)."""
+    import difflib
+
+    from perspect.core.perspectrum import load_claims
+
+    ours = [c.casefold().rstrip(".") for c in CLAIMS]
+    for split in ("train", "dev"):
+        for c in load_claims(Path("data/perspectrum"), split):
+            theirs = c.text.casefold().rstrip(".")
+            for o in ours:
+                if difflib.SequenceMatcher(a=o, b=theirs).ratio() > 0.85:
+                    raise SystemExit(f"{c.text!r} is (nearly) a PERSPECTRUM {split} claim")
+    print(f"{len(CLAIMS)} claims, none in PERSPECTRUM train/dev")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", default="default")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--json", type=Path, help="save the answers here")
+    ap.add_argument("--judged", type=Path, help="a saved run with judgments: re-print and count")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    if args.check:
+        check()
+        return
+    if args.judged:
+        doc = json.loads(args.judged.read_text())
+        counts = show(doc["answers"], doc.get("judged", {}))
+        print("\n" + json.dumps(dict(sorted(counts.items())), indent=1))
+        return
+    runs = answers(args.index, args.k)
+    if args.json:
+        args.json.write_text(json.dumps({"answers": runs, "judged": {}}, indent=1) + "\n")
+    show(runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The relation model's consumers, on their decisions: figures compared by value, evidence verdicts
+and cited reasons from judged links, judgments stored with the links, and a news sentence that
+cannot strengthen a claim and its negation. The model itself is exercised in
+tests/test_relation_model.py; here its outputs are given, so each rule is checked exactly."""
+
+from __future__ import annotations
+
+from perspect.core.decisions import RelationCuts
+from perspect.core.links import Link, Links
+from perspect.core.result import EvidenceItem, Member, PerspectiveCluster
+from perspect.pipeline import why
+from perspect.pipeline.evidence import judged_verdict
+from perspect.pipeline.quantities import conflicts, figures
+
+CUTS = RelationCuts(entail_at=0.7, contradict_at=0.6)
+
+
+def _kinds(text: str) -> set[tuple[str, float, float]]:
+    return {(f.kind, f.low, f.high) for f in figures(text)}
+
+
+def test_figures_are_read_with_their_kind_and_interval():
+    assert ("duration", 0.0, 3 * 3600) in _kinds("The fire was under control within three hours.")
+    assert ("percent", 4.2, 4.2) in _kinds("Unemployment fell to 4.2 percent.")
+    assert ("money", 5e6, 5e6) in _kinds("The bridge will cost $5 million.")
+    assert ("year", 1998.0, 1998.0) in _kinds("The bridge opened in 1998 after years of delay.")
+    low, high = next((f.low, f.high) for f in figures("About forty firefighters came."))
+    assert low < 40 < high
+    assert ("count:firefighter", 40.0, float("inf")) not in _kinds("Forty firefighters came.")
+    assert figures("No one was injured.") == []  # "one" as a pronoun is no count
+
+
+def test_conflicting_figures_are_found_and_compatible_ones_are_not():
+    pairs = [
+        ("Firefighters had it under control within three hours.", "It burned more than 8 hours."),
+        ("Insurance covers 80 percent of the damage.", "Insurers pay only 30 percent of it."),
+        ("The council voted on Tuesday.", "The council voted on Wednesday."),
+        ("The plan passed by seven votes to two.", "The plan failed by six votes to three."),
+    ]
+    for a, b in pairs:
+        assert conflicts(a, b), (a, b)
+    same = [
+        ("About forty firefighters fought the blaze.", "Some 42 firefighters fought the blaze."),
+        ("The meeting lasted more than four hours.", "The meeting ran for five hours."),
+        ("The mill opened in 1952.", "The mill has operated since 1952."),
+        ("The plant employs 300 people.", "The company cut 200 jobs."),  # different things
+    ]
+    for a, b in same:
+        assert not conflicts(a, b), (a, b)
+
+
+def test_a_judged_link_supports_only_when_its_sentence_entails():
+    def link(e, c):
+        return Link("e", 0.1, 0.5, why=(0, 10), entail=e, contradict=c)
+
+    assert judged_verdict(link(0.9, 0.05), CUTS) == "supports"
+    assert judged_verdict(link(0.5, 0.1), CUTS) == "related"
+    assert judged_verdict(link(0.1, 0.8), CUTS) == "contradicts"
+    assert judged_verdict(link(0.8, 0.7), CUTS) == "contradicts"  # never "supports" then
+    assert judged_verdict(Link("e", 0.1, 0.5), CUTS) == "related"  # not judged
+
+
+PARA = "Zoos are popular. Many species survive only through zoo breeding. Tickets cost a lot."
+
+
+def _cluster(evidence) -> PerspectiveCluster:
+    m = Member("p", "Zoos save species from extinction.", 0.9, 0.9)
+    return PerspectiveCluster(m, (m,), "support", 0.9, 0.8, tuple(evidence))
+
+
+def test_the_cited_reason_is_an_entailing_sentence_or_none():
+    s = PARA.index("Many")
+    span = (s, PARA.index(".", s) + 1)
+    backing = EvidenceItem("e1", PARA, 0.9, "supports")
+    stored = [{"e1": (span, 0.4, 0.92, 0.01)}]
+    (got,) = why.cite([_cluster([backing])], None, None, stored, CUTS)
+    assert got is not None and got.sentence.startswith("Many species")
+    # the same paragraph, but its sentence does not entail the perspective: nothing is cited,
+    # not the sentence with the most words in common
+    related = EvidenceItem("e1", PARA, 0.9, "related")
+    (got,) = why.cite([_cluster([related])], None, None, [{"e1": (span, 0.9, 0.3, 0.1)}], CUTS)
+    assert got is None
+    contra = EvidenceItem("e1", PARA, 0.9, "contradicts")
+    (got,) = why.cite([_cluster([contra])], None, None, [{"e1": (span, 0.9, 0.1, 0.9)}], CUTS)
+    assert got is None
+
+
+def test_judgments_are_stored_with_the_links(tmp_path):
+    links = Links(tmp_path, readonly=False)
+    links.replace([("p1", [Link("e1", 0.2, 0.5, why=(0, 12), why_cosine=0.5)])])
+    assert links.get(["p1"])["p1"][0].entail is None
+    links.judge([("p1", "e1", 0.83, 0.04)])
+    links.close()
+    got = Links(tmp_path).get(["p1"])["p1"][0]
+    assert (got.entail, got.contradict) == (0.83, 0.04) and got.why == (0, 12)
+
+
+class _Echo:
+    """A judge with a fixed rule, so the news stage's own rule is checked exactly: it
+    'strengthens' any claim that shares its first word with the sentence, negated or not (the
+    confusion issue 41 saw: one sentence shown as strengthening a claim and its negation)."""
+
+    def compare(self, pairs, setting="doc"):
+        from perspect.reranker.comparator import Relation
+
+        out = []
+        for a, b in pairs:
+            same = a.split()[0].lower() == b.split()[0].lower()
+            p = (0.9 if same else 0.1) - 0.2 * (" not " in b)  # a little less for a negation
+            out.append(Relation(p, 0.05, 0.05, "strengthen" if same else "neither"))
+        return out
+
+
+def test_a_sentence_that_strengthens_a_claim_and_its_negation_is_not_shown():
+    from perspect.pipeline.news import one_sided
+
+    sentence = "Zoos protect rare animals."
+    assert _Echo().compare([(sentence, "Zoos should stay open")])[0].relation == "strengthen"
+    assert _Echo().compare([(sentence, "Zoos should not stay open")])[0].relation == "strengthen"
+    # the claim: shown (it bears on the claim more than on its negation) ...
+    (got,) = one_sided(_Echo(), [sentence], "Zoos should stay open")
+    assert got.relation == "strengthen"
+    # ... the negation: not shown, though the judge alone calls it "strengthen" there too
+    (got,) = one_sided(_Echo(), [sentence], "Zoos should not stay open")
+    assert got.relation == "neither"
