@@ -1,7 +1,7 @@
 """The front door for writing indexes: `Indexer(name).build(...)`, `.add(...)`, `.delete(...)`.
 
 Every source is read and checked *before* the index is touched, and every write goes to a new
-copy-on-write version (see `indexer.layout`), so bad input or a crash never costs what was indexed.
+copy-on-write version (see `perspect.core.layout`), so bad input or a crash never costs what was indexed.
 
 Why one module: build, add, delete and rebuild share one write protocol (read everything first,
 write a new version, check-search it, publish); apart, the halves of that protocol would drift.

@@ -143,7 +143,7 @@ class PairModel(ServedModel):
         return model
 
     def for_inference(self, int8: bool = False) -> PairModel:
-        """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
+        """The same model, scoring on ONNX Runtime where it can (perspect.core.onnxrt): its graph is
         exported into `<folder>/onnx/` at the first call (`int8`: and its int8 copy made). A
         model whose weights differ from its folder's (being trained) stays on PyTorch."""
         if self.serves(int8):

@@ -2,7 +2,7 @@
 
 A backend owns one folder inside one pool of one index version. It maps text to item ids with scores;
 the pool's `ItemStore` holds texts and metadata. Backends must be safe to clone file-by-file for the
-copy-on-write updates in `indexer.layout`: `immutable_file` tells which files may be hard-linked
+copy-on-write updates of `perspect.core.layout`: `immutable_file` tells which files may be hard-linked
 instead of copied.
 """
 

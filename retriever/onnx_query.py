@@ -1,4 +1,4 @@
-"""Query encoding on ONNX Runtime (perspect.onnxrt), for the ColBERT and the dense retrievers.
+"""Query encoding on ONNX Runtime (perspect.core.onnxrt), for the ColBERT and the dense retrievers.
 
 Why: a query is one short sequence (16-64 tokens), where PyTorch eager spends most of its time in
 per-operator overhead. On this 2-core CPU the same MiniLM query encoder took 18.8 ms a query in

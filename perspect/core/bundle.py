@@ -2,7 +2,7 @@
 
 Why: a fresh clone must answer with the whole pipeline, but base weights are never committed
 (they come from the registry package that ships them, or a hub id online) and the bundle must stay
-small. Training freezes the lower layers (perspect.reranker.model.freeze_lower), so a trained
+small. Training freezes the lower layers (perspect.reranker.pair_net.freeze_lower), so a trained
 model differs from its base in a few tensors. `pack` stores a trained model folder as:
 
 - the safetensors files, holding only the tensors that differ from the base's (large float tensors

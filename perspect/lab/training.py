@@ -68,7 +68,7 @@ train_equivalence = equivalence_train.train_equivalence  # needs no index
 
 def calibrate_and_tune(model: PairModel, pred) -> None:
     """Platt scaling per head on the tune claims, then the pipeline's stacks and thresholds
-    (perspect.perspectrum_eval.tune) on the calibrated signals."""
+    (perspect.lab.perspectrum_eval.tune) on the calibrated signals."""
     rel_z = [f["head"] for _, _, f in pred.t1]
     labelled = {
         "relevance": (

@@ -41,7 +41,7 @@ class DenseProfile:
     max_length: int = 128
     max_evidence: int = 2000
     seed: int = 13
-    train_layers: int | None = 3  # top layers trained (reranker.model.freeze_lower)
+    train_layers: int | None = 3  # top layers trained (reranker.pair_net.freeze_lower)
 
 
 # Measured on the 2-core CPU: a batch of 32 short triples takes ~2 s, one with paragraphs ~5.5 s at
