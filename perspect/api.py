@@ -26,12 +26,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perspect.core import bundle, paths
-from perspect.core import manifest as mf
-from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
-from perspect.core.corrections import Correction, Corrections
+from perspect.core import paths
 from perspect.core.errors import Cancelled, PerspectError
-from perspect.core.layout import IndexDir, list_indexes
+from perspect.core.index import manifest as mf
+from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.index.corrections import Correction, Corrections
+from perspect.core.index.layout import IndexDir, list_indexes
+from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
 from perspect.core.service import ServiceStatus
@@ -164,7 +165,7 @@ class Perspect:
         """Top-k items of `pool` (bm25, colbert or hybrid), without the models."""
         return self._searcher.search(query, pool=pool, k=k, retriever=retriever)
 
-    # -- readers' corrections (perspect.core.corrections) ---------------------------------------
+    # -- readers' corrections (perspect.core.index.corrections) ------------------------------------
     def correct(
         self,
         claim: str,
@@ -176,7 +177,7 @@ class Perspect:
         """Say that `perspective` is on `side` (support, oppose, off-topic) of `claim`, or that
         the perspectives `same` make one point; `undo` takes that back. Later searches for the
         claim (case, spacing and punctuation aside) apply it; no other claim's answer changes
-        (perspect.core.corrections says why not paraphrases). True when something was stored
+        (perspect.core.index.corrections says why not paraphrases). True when something was stored
         (or removed)."""
         if (perspective is None) == (same is None) or (perspective is not None) != (
             side is not None

@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle, onnxrt, paths
-from perspect.core.claimdiff import RELATIONS
+from perspect.core import paths
+from perspect.core.datasets.claimdiff import RELATIONS
 from perspect.core.errors import ModelError
-from perspect.core.tokens import TextTokenizer
+from perspect.core.model import bundle, onnxrt
+from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.comparator/1"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from perspect.core.claimdiff import RELATIONS
+from perspect.core.datasets.claimdiff import RELATIONS
 
 
 class ComparatorNet(nn.Module):

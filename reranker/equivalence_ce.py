@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import onnxrt
 from perspect.core.errors import ModelError
-from perspect.core.tokens import TextTokenizer
+from perspect.core.model import onnxrt
+from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.equivalence-ce/1"

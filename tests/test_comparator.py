@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perspect.core import claimdiff as cd
+from perspect.core.datasets import claimdiff as cd
 from perspect.lab import claimdiff as lab
 from perspect.reranker.comparator import Comparator, rationale_spans
 from tests.conftest import run_cli
@@ -270,7 +270,7 @@ def test_merged_adapters_give_the_same_outputs(tiny_base):
 
 
 def test_fetch_claimdiff_writes_a_news_pool_of_its_articles(tiny_claimdiff, tmp_path):
-    from perspect.core.data import CLAIMDIFF_NEWS, fetch_local
+    from perspect.core.datasets.fetch import CLAIMDIFF_NEWS, fetch_local
     from perspect.indexer.news import read_news
 
     written = fetch_local("claimdiff", tiny_claimdiff, tmp_path / "cd")

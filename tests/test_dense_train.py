@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from perspect.core.config import IndexConfig
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer
 from perspect.lab.pools import pool_searcher
 from perspect.lab.train.dense import FORMAT, DenseProfile

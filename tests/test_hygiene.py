@@ -16,9 +16,9 @@ CORE = [
     "perspect",
     "perspect.api",
     "perspect.cli",
-    "perspect.core.metrics",
-    "perspect.core.reference_rows",
-    "perspect.core.perspectrum",
+    "perspect.core.datasets.metrics",
+    "perspect.core.datasets.reference_rows",
+    "perspect.core.datasets.perspectrum",
     "perspect.indexer.indexer",
     "perspect.indexer.news",
     "perspect.retriever.searcher",
@@ -53,7 +53,7 @@ FOLDERS = {
 }
 SCANNED = ("perspect", "indexer", "retriever", "reranker", "tui", "tests", "bench")
 SHORT = ("core", "pipeline", "lab", "serve", "cli", "indexer", "retriever", "reranker", "tui")
-# a dotted name, `perspect.core.bundle` or the short `indexer.links` of a docstring below
+# a dotted name, `perspect.core.model.bundle` or the short `indexer.links` of a docstring below
 # `perspect`; not one glued to a path, nor a format tag (`perspect.result/1`) or a file
 # (`perspect.tcss`)
 DOTTED = re.compile(
@@ -90,7 +90,7 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def _defines(path: Path, names: list[str]) -> bool:
     """Whether module `path` defines names[0] at its top level (and, for a class, names[1] in
-    its body): `perspect.core.bundle.pack`, `perspect.api.Perspect.open`."""
+    its body): `perspect.core.model.bundle.pack`, `perspect.api.Perspect.open`."""
     body = ast.parse(path.read_text(encoding="utf-8")).body
     for name in names[:2]:
         found = None
@@ -158,13 +158,13 @@ def test_docstrings_and_comments_name_only_modules_that_exist():
 
 
 def test_the_name_check_tells_a_module_from_a_ghost():
-    assert module_exists("perspect.core.bundle")
-    assert module_exists("perspect.core.bundle.pack")
+    assert module_exists("perspect.core.model.bundle")
+    assert module_exists("perspect.core.model.bundle.pack")
     assert module_exists("perspect.reranker.served.ServedModel.open")
     assert module_exists("indexer.links")
     assert module_exists("perspect.lab.train.pair")
     assert module_exists("perspect.Perspect")
     assert not module_exists("perspect.engine")
     assert not module_exists("indexer.layout")
-    assert not module_exists("perspect.core.bundle.unpack")
+    assert not module_exists("perspect.core.model.bundle.unpack")
     assert not module_exists("perspect.reranker.served.ServedModel.close")

@@ -63,7 +63,7 @@ def test_tiny_model_learns_and_round_trips(tiny_base, tmp_path):
     np.testing.assert_allclose(
         again.logits(pairs, ["relevance", "stance"])["stance"],
         model.logits(pairs, ["relevance", "stance"])["stance"],
-        atol=1e-3,  # the bundle keeps large tensors in float16 (perspect.core.bundle)
+        atol=1e-3,  # the bundle keeps large tensors in float16 (perspect.core.model.bundle)
     )
     assert Relevance(again).threshold == 0.42
     m = json.loads((tmp_path / "m" / "manifest.json").read_text())
@@ -170,7 +170,7 @@ def test_average_is_the_mean_of_the_weights_and_refuses_other_models(tiny_base, 
     for (name, pa), pb, pm in zip(
         a.net.named_parameters(), b.net.parameters(), avg.net.parameters(), strict=True
     ):
-        # saved models keep large tensors in float16 (perspect.core.bundle)
+        # saved models keep large tensors in float16 (perspect.core.model.bundle)
         assert torch.allclose(pm, (pa + pb) / 2, atol=1e-3), name
     # the last model's decisions come along (to be re-fitted), with where the weights came from
     assert avg.manifest["thresholds"]["stance"] == 0.33

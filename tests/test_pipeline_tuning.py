@@ -11,10 +11,10 @@ import shutil
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
-from perspect.core.links import Link
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
-from perspect.core.stack import Stack, fit
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.index.links import Link
+from perspect.core.model.decision_stack import Stack, fit
+from perspect.core.model.decisions import Decisions
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab import reader_view as rv
 from perspect.lab.pools import pool_searcher

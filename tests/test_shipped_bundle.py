@@ -15,7 +15,8 @@ import pytest
 
 from perspect import api
 from perspect.api import Perspect, Source
-from perspect.core import bundle, paths
+from perspect.core import paths
+from perspect.core.model import bundle
 from tests.conftest import PERSPECTRUM, write_json
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -159,9 +160,9 @@ def _dev_sample_f1(tmp_path: Path) -> dict[str, float]:
     import json
     import shutil
 
-    from perspect.core.data import evidence_pool_file
-    from perspect.core.decisions import Decisions
-    from perspect.core.perspectrum import PERSPECTIVES, load_claims, load_perspectives
+    from perspect.core.datasets.fetch import evidence_pool_file
+    from perspect.core.datasets.perspectrum import PERSPECTIVES, load_claims, load_perspectives
+    from perspect.core.model.decisions import Decisions
     from perspect.lab import perspectrum_eval as pe
     from perspect.lab.pools import pool_searcher
     from perspect.pipeline.engine import Engine

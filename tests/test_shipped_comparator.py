@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perspect.core import bundle
+from perspect.core.model import bundle
 from tests.conftest import run_cli
 
 MODELS = Path(__file__).resolve().parent.parent / "models"

@@ -67,7 +67,7 @@ def tiny_trunk(tmp_path_factory) -> Path:
 
 
 def test_quantized_states_round_trip_within_half_a_step():
-    from perspect.core.states import dequantize, quantize
+    from perspect.core.index.stance_states import dequantize, quantize
 
     x = np.random.default_rng(0).normal(size=(7, 32)).astype(np.float32)
     x[3] = 0.0
@@ -78,8 +78,8 @@ def test_quantized_states_round_trip_within_half_a_step():
 
 
 def test_a_packed_trunk_loads_once_and_scores_the_same_stored_or_computed(tiny_trunk):
-    from perspect.core.bundle import BundleEntry, verify
-    from perspect.core.states import dequantize, quantize
+    from perspect.core.index.stance_states import dequantize, quantize
+    from perspect.core.model.bundle import BundleEntry, verify
     from perspect.reranker.stance_trunk import StanceTrunk
 
     entry = BundleEntry.read(tiny_trunk)
@@ -161,7 +161,7 @@ def test_a_damaged_trunk_is_one_clear_error(tiny_trunk, tmp_path):
 def test_the_index_keeps_states_through_builds_adds_and_deletes(
     tiny_trunk, pools, home, tmp_path, monkeypatch
 ):
-    from perspect.core.config import IndexConfig
+    from perspect.core.index.config import IndexConfig
     from perspect.indexer.indexer import Indexer, Source
     from perspect.pipeline.stance import Support
     from perspect.reranker import stance_trunk
@@ -233,8 +233,8 @@ def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
 ):
     """The fitted stance decision stacks the trunk's logit with the pair head's: fitted on gold
     perspectives, it is what a search computes, with the head given (a search has it) or not."""
+    from perspect.core.datasets.perspectrum import Claim, Cluster
     from perspect.core.errors import PerspectError
-    from perspect.core.perspectrum import Claim, Cluster
     from perspect.lab.training import fit_stance_stack
     from perspect.pipeline.stance import Support
     from perspect.reranker import stance_trunk

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core import paths
-from perspect.core.perspectrum import load_claims, load_perspectives
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives
+from perspect.core.datasets.reference_rows import load_reference
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.reference_rows import load_reference
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab import reader_view as rv
 from perspect.lab.contrast import stance_flips

@@ -1,9 +1,9 @@
 """`make models`: the shipped bundle, step by step, resumable.
 
-Each step trains or re-fits one entry of the bundle (perspect.core.bundle). Before it runs, its
-*inputs key* is computed: the step's recipe (task, profile, base), the sha256 of the training data
-files and of the base weights, the `bundle.json` of every entry it reads (a retrained dense model
-changes the pair model's negatives and features) and the key of the step before it on the same
+Each step trains or re-fits one entry of the bundle (perspect.core.model.bundle). Before it runs,
+its *inputs key* is computed: the step's recipe (task, profile, base), the sha256 of the training
+data files and of the base weights, the `bundle.json` of every entry it reads (a retrained dense
+model changes the pair model's negatives and features) and the key of the step before it on the same
 entry. A finished step appends `{step, key}` to its entry's record; a step whose key is already
 there is skipped. So `make models` picks up where it stopped, on this machine or on another one
 from what is committed, and redoes exactly what a changed input invalidates.
@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perspect.core import bundle, paths
+from perspect.core import paths
+from perspect.core.datasets.perspectrum import data_fingerprints
 from perspect.core.errors import PerspectError
-from perspect.core.perspectrum import data_fingerprints
+from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
 from perspect.lab import training
 
@@ -99,7 +100,7 @@ class OtherData:
 
     def fingerprints(self) -> list[dict] | None:
         """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
-        from perspect.core import claimdiff
+        from perspect.core.datasets import claimdiff
 
         got = claimdiff.data_fingerprints(self.claimdiff)
         return got if len(got) == 2 else None

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.decisions import UNCLEAR_TARGET, Decisions
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
 from perspect.core.errors import PerspectError
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.model.decision_stack import logit
+from perspect.core.model.decisions import UNCLEAR_TARGET, Decisions
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.stack import logit
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab import reader_view as rv
 from perspect.lab.pools import pool_searcher

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perspect.core.corrections import Corrections
-from perspect.core.decisions import Decisions
 from perspect.core.errors import Cancelled, ModelError, PerspectError
+from perspect.core.index.corrections import Corrections
+from perspect.core.model.decisions import Decisions
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance

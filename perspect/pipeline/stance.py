@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perspect.core.decisions import UNCLEAR, Decisions
+from perspect.core.index.stance_states import dequantize
+from perspect.core.model.decisions import UNCLEAR, Decisions
 from perspect.core.result import Member
-from perspect.core.states import dequantize
 from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for

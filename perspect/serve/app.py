@@ -22,8 +22,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from perspect import api
-from perspect.core.config import check_name
 from perspect.core.errors import PerspectError
+from perspect.core.index.config import check_name
 from perspect.core.types import POOLS
 from perspect.serve import errors
 from perspect.serve.config import ENV, ServeConfig

@@ -11,8 +11,8 @@ with in-batch negatives (sentence-transformers' MultipleNegativesRankingLoss):
   different cluster (what equivalence has to tell apart);
 - perspective -> a resolvable gold paragraph, hard negative a BM25 evidence hit that is not gold.
 
-The held-out tune claims (perspect.core.perspectrum.tune_claims_of) are left out, so the stacks fitted on
-them see the cosines of unseen claims, as at dev/test time.
+The held-out tune claims (perspect.core.datasets.perspectrum.tune_claims_of) are left out, so the
+stacks fitted on them see the cosines of unseen claims, as at dev/test time.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def train_dense(
     from sentence_transformers.training_args import BatchSamplers
     from transformers.utils import logging as hf_logging
 
-    from perspect.core.perspectrum import (
+    from perspect.core.datasets.perspectrum import (
         data_fingerprints,
         load_evidence,
         load_perspectives,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from perspect.core.perspectrum import (
+from perspect.core.datasets.perspectrum import (
     data_fingerprints,
     load_evidence,
     load_perspectives,

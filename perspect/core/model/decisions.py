@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.stack import Stack
+from perspect.core.model.decision_stack import Stack
 
 VERSION = 1
 STACKED = ("relevance", "equivalence", "evidence")
