@@ -525,9 +525,9 @@ def _resolved(model: str) -> str:
 
 
 # -- models ------------------------------------------------------------------------------------
-# The training stack (perspect.lab.training, lab.train.pair) imports torch at its top: 1.5 s
+# The training stack (perspect.lab.fitting, lab.train.pair) imports torch at its top: 1.5 s
 # that a search never needs, so the functions below import it when they run.
-ENCODERS = {  # --task -> (trainer in perspect.lab.training, default output folder, what it trains)
+ENCODERS = {  # --task -> (trainer in perspect.lab.fitting, default output folder, what it trains)
     "colbert": ("train_colbert", paths.colbert_model, "ColBERT"),
     "dense": ("train_dense", lambda: paths.models_dir() / "dense", "the dense encoder"),
     "equivalence-ce": (
@@ -571,7 +571,7 @@ def train(
     "average"); see `perspect train --help` for the tasks. For the pair model, `train_layers`
     overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
     rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
-    from perspect.lab import training
+    from perspect.lab import fitting
     from perspect.lab.train.pair import PROFILES
 
     reporter = reporter or NullReporter()
@@ -580,7 +580,7 @@ def train(
     if task in ENCODERS:
         trainer, default_out, what = ENCODERS[task]
         out = Path(out) if out else default_out()
-        m = getattr(training, trainer)(
+        m = getattr(fitting, trainer)(
             data, out, base=base, profile=profile, reporter=reporter, log=log
         )
         return TrainResult(task, out, what, m)
@@ -591,7 +591,7 @@ def train(
         average(list(models), out)
         return TrainResult(task, out, f"the average of {len(models)} models", {})
     if task == "calibrate":
-        model = training.recalibrate(
+        model = fitting.recalibrate(
             out,
             data,
             index,
@@ -611,7 +611,7 @@ def train(
     if init and task == "all":
         tasks = tuple(t for t in TASKS if t in PROFILES[profile].caps)
     prof = _profile(profile, train_layers, max_minutes)
-    model = training.train(data, out, tasks, base, prof, reporter, log, init)
+    model = fitting.train(data, out, tasks, base, prof, reporter, log, init)
     return TrainResult(task, out, ", ".join(tasks), model.manifest)
 
 

@@ -11,9 +11,9 @@ import pytest
 from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
 from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer
+from perspect.lab.fitting import train_dense
 from perspect.lab.pools import pool_searcher
 from perspect.lab.train.dense import FORMAT, DenseProfile
-from perspect.lab.training import train_dense
 from perspect.retriever.dense import PACKAGED, encode, load_encoder
 from perspect.retriever.searcher import Searcher
 

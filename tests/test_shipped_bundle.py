@@ -111,7 +111,7 @@ def test_stance_comes_from_the_shipped_trunk_over_stored_states(shipped):
     and a search's P(support) is the trunk's, read through them."""
     import numpy as np
 
-    from perspect.pipeline.stance import Support
+    from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
 
     engine = shipped.engine()
@@ -122,7 +122,7 @@ def test_stance_comes_from_the_shipped_trunk_over_stored_states(shipped):
     res = shipped.search(CLAIM)
     members = [m for c in res.clusters for m in c.members]
     text = {i: t for i, t, _ in POOL}
-    direct = Support(engine.model, engine.stance.trunk)(
+    direct = StanceScorer(engine.model, engine.stance.trunk)(
         CLAIM, [text[m.id] for m in members]
     )  # no ids: lower layers computed, not read
     np.testing.assert_allclose([m.support for m in members], direct, atol=0.03)

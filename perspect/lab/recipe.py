@@ -25,7 +25,7 @@ from perspect.core.datasets.perspectrum import data_fingerprints
 from perspect.core.errors import PerspectError
 from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
-from perspect.lab import training
+from perspect.lab import fitting
 
 
 @dataclass(frozen=True)
@@ -249,9 +249,9 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
         return
     if step.task in ("dense", "equivalence-ce", "colbert"):
         trainer = {
-            "dense": training.train_dense,
-            "equivalence-ce": training.train_equivalence,
-            "colbert": training.train_colbert,
+            "dense": fitting.train_dense,
+            "equivalence-ce": fitting.train_equivalence,
+            "colbert": fitting.train_colbert,
         }[step.task]
         trainer(data, folder, base=base, profile=step.profile, reporter=reporter, log=log)
         return
@@ -261,7 +261,7 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
 
             train_entry(data, folder, log, vitaminc_file=other.vitaminc, **step.options)
         elif step.task == "all":
-            training.train(
+            fitting.train(
                 data,
                 folder,
                 base=base,
@@ -275,7 +275,7 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             from perspect.reranker.model import TASKS
 
             tasks = tuple(t for t in TASKS if t in PROFILES[step.profile].caps)
-            training.train(
+            fitting.train(
                 data,
                 folder,
                 tasks,
@@ -287,13 +287,13 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
                 corrections=other.corrections,
             )
         elif step.task == "unclear":
-            training.refit_unclear(folder, data)
+            fitting.refit_unclear(folder, data)
         elif step.task == "verdict":
-            training.refit_verdict(folder, data, reporter=reporter)
+            fitting.refit_verdict(folder, data, reporter=reporter)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
             eq, st = root / "equivalence", root / "stance"
-            training.recalibrate(
+            fitting.recalibrate(
                 folder,
                 data,
                 reporter=reporter,

@@ -31,7 +31,7 @@ from perspect.pipeline.clusters import Clusters
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
-from perspect.pipeline.stance import Support
+from perspect.pipeline.stance import StanceScorer
 from perspect.reranker import stance_trunk
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import load_for
@@ -149,7 +149,7 @@ class Engine:
                 "does not name",
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
-        self.stance = Support(
+        self.stance = StanceScorer(
             self.model,
             stance_trunk.load_for(model.manifest, model.origin, serving=onnx, int8=q and onnx),
             searcher,

@@ -26,9 +26,11 @@ from perspect.reranker.stance_trunk import StanceTrunk
 log = logging.getLogger(__name__)
 
 
-class Support:
-    """P(support) of (claim, perspective) pairs; duck-types `PairModel.predict` for "stance", so
-    evaluation and fitting read the same scores a search shows."""
+class StanceScorer:
+    """The scorer of P(support) of (claim, perspective) pairs: the stance trunk's (through its
+    fitted decision) where the pair model names one, else the pair model's stance head.
+    Duck-types `PairModel.predict` for "stance", so evaluation and fitting read the same scores
+    a search shows."""
 
     def __init__(self, model: PairModel, trunk: StanceTrunk | None, searcher=None):
         self.model, self.trunk, self.searcher = model, trunk, searcher
