@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perspect import Perspect  # noqa: E402
-from perspect.core.data import evidence_pool_file  # noqa: E402
-from perspect.core.metrics import claim_pr, macro  # noqa: E402
-from perspect.core.perspectrum import load_claims, load_perspectives  # noqa: E402
+from perspect.core.datasets.fetch import evidence_pool_file  # noqa: E402
+from perspect.core.datasets.metrics import claim_pr, macro  # noqa: E402
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives  # noqa: E402
 from perspect.indexer.indexer import Indexer, Source  # noqa: E402
 
 

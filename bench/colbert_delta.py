@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perspect.core.perspectrum import load_claims, load_perspectives  # noqa: E402
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives  # noqa: E402
 from perspect.retriever.colbert import ColBERTBackend, default_model  # noqa: E402
 
 KS = (10, 20, 60)

@@ -23,8 +23,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200)
     args = ap.parse_args()
 
-    from perspect.core import bundle, paths
-    from perspect.core.claimdiff import load_pairs
+    from perspect.core import paths
+    from perspect.core.datasets.claimdiff import load_pairs
+    from perspect.core.model import bundle
     from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
     from perspect.reranker.comparator import Comparator
 

@@ -55,7 +55,8 @@ def main() -> None:
         "--no-stance", action="store_true", help="the comparator alone (no stance trunk disputes)"
     )
     args = ap.parse_args()
-    from perspect.core import bundle, paths
+    from perspect.core import paths
+    from perspect.core.model import bundle
     from perspect.pipeline.compare import SentenceEncoder
     from perspect.reranker.comparator import Comparator
 

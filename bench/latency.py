@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perspect import Perspect  # noqa: E402
-from perspect.core.perspectrum import load_claims  # noqa: E402
+from perspect.core.datasets.perspectrum import load_claims  # noqa: E402
 from perspect.pipeline.engine import EngineConfig  # noqa: E402
 from perspect.reranker.roles import pair_for  # noqa: E402
 

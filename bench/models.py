@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perspect.core.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
+from perspect.core.datasets.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
 from perspect.reranker.model import PairModel  # noqa: E402
 from perspect.reranker.roles import pair_for  # noqa: E402
 

@@ -41,8 +41,8 @@ def main() -> None:
     ap.add_argument("--split", default="dev")
     ap.add_argument("--data", type=Path, default=Path("data/claimdiff"))
     args = ap.parse_args()
-    from perspect.core import claimdiff as cd
     from perspect.core import paths
+    from perspect.core.datasets import claimdiff as cd
     from perspect.reranker import stance_trunk
     from perspect.reranker.comparator import Comparator
     from perspect.reranker.relation_judge import RelationJudge

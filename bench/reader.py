@@ -86,7 +86,7 @@ def check() -> None:
     """None of the claims is a PERSPECTRUM claim (casefolded match)."""
     import difflib
 
-    from perspect.core.perspectrum import load_claims
+    from perspect.core.datasets.perspectrum import load_claims
 
     ours = [c.casefold().rstrip(".") for c in CLAIMS]
     for split in ("train", "dev"):

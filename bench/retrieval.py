@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perspect.core.config import IndexConfig  # noqa: E402
-from perspect.core.data import evidence_pool_file  # noqa: E402
-from perspect.core.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
+from perspect.core.datasets.fetch import evidence_pool_file  # noqa: E402
+from perspect.core.datasets.perspectrum import load_claims, load_evidence, load_perspectives  # noqa: E402
+from perspect.core.index.config import IndexConfig  # noqa: E402
 from perspect.indexer.indexer import Indexer, Source  # noqa: E402
 from perspect.retriever.colbert import default_model  # noqa: E402
 from perspect.retriever.searcher import Searcher  # noqa: E402

@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perspect.core.perspectrum import load_claims  # noqa: E402
+from perspect.core.datasets.perspectrum import load_claims  # noqa: E402
 from perspect.core.types import Item  # noqa: E402
 
 DATA = ROOT / "data"

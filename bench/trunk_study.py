@@ -25,9 +25,9 @@ import torch
 from sklearn.metrics import f1_score, roc_auc_score
 from torch import nn
 
-from perspect.core import claimdiff as cd
-from perspect.core.negation import negate
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.datasets import claimdiff as cd
+from perspect.core.datasets.negation import negate
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
 from perspect.lab.train import stance_trunk as trainer
 from perspect.lab.train.pair_data import build_examples
 

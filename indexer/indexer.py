@@ -1,7 +1,8 @@
 """The front door for writing indexes: `Indexer(name).build(...)`, `.add(...)`, `.delete(...)`.
 
 Every source is read and checked *before* the index is touched, and every write goes to a new
-copy-on-write version (see `indexer.layout`), so bad input or a crash never costs what was indexed.
+copy-on-write version (see `perspect.core.index.layout`), so bad input or a crash never costs what
+was indexed.
 
 Why one module: build, add, delete and rebuild share one write protocol (read everything first,
 write a new version, check-search it, publish); apart, the halves of that protocol would drift.
@@ -17,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perspect.core import integrity
-from perspect.core import manifest as mf
-from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.errors import IndexDamaged, PerspectError, environment_error
-from perspect.core.layout import IndexDir
-from perspect.core.links import LINKS
+from perspect.core.index import integrity
+from perspect.core.index import manifest as mf
+from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.index.layout import IndexDir
+from perspect.core.index.links import LINKS
+from perspect.core.index.stance_states import States, dequantize, quantize
+from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.states import States, dequantize, quantize
-from perspect.core.store import ItemStore
 from perspect.core.types import POOLS, Item
 from perspect.indexer.links import JUDGED, KEEP, Links, compute, with_relations, with_sentences
 from perspect.indexer.news import read_news

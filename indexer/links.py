@@ -13,7 +13,7 @@ Each link also keeps the paragraph's sentence closest to the perspective (its sp
 the search's cited reason (pipeline.why) is then a lookup too. Encoding those sentences at query
 time cost a search a median of 33 sentences, ~200 ms of its evidence stage on this 2-core machine.
 
-Stored in `links.sqlite` beside the pools of a version (perspect.core.links, the format).
+Stored in `links.sqlite` beside the pools of a version (perspect.core.index.links, the format).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from perspect.core.links import DEPTH, JUDGED, KEEP, RRF_K, Link, Links
+from perspect.core.index.links import DEPTH, JUDGED, KEEP, RRF_K, Link, Links
 from perspect.indexer.news import sentence_spans
 from perspect.retriever.fusion import rrf
 

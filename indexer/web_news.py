@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perspect.core.config import check_name, resolve_home
 from perspect.core.errors import IndexBusy, PerspectError
-from perspect.core.layout import IndexDir
+from perspect.core.index.config import check_name, resolve_home
+from perspect.core.index.layout import IndexDir
+from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.store import ItemStore
 from perspect.indexer.web_fetch import (
     LABELS,
     STATUSES,

@@ -26,12 +26,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perspect.core import bundle, paths
-from perspect.core import manifest as mf
-from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
-from perspect.core.corrections import Correction, Corrections
+from perspect.core import paths
 from perspect.core.errors import Cancelled, PerspectError
-from perspect.core.layout import IndexDir, list_indexes
+from perspect.core.index import manifest as mf
+from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.index.corrections import Correction, Corrections
+from perspect.core.index.layout import IndexDir, list_indexes
+from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
 from perspect.core.service import ServiceStatus
@@ -164,7 +165,7 @@ class Perspect:
         """Top-k items of `pool` (bm25, colbert or hybrid), without the models."""
         return self._searcher.search(query, pool=pool, k=k, retriever=retriever)
 
-    # -- readers' corrections (perspect.core.corrections) ---------------------------------------
+    # -- readers' corrections (perspect.core.index.corrections) ------------------------------------
     def correct(
         self,
         claim: str,
@@ -176,7 +177,7 @@ class Perspect:
         """Say that `perspective` is on `side` (support, oppose, off-topic) of `claim`, or that
         the perspectives `same` make one point; `undo` takes that back. Later searches for the
         claim (case, spacing and punctuation aside) apply it; no other claim's answer changes
-        (perspect.core.corrections says why not paraphrases). True when something was stored
+        (perspect.core.index.corrections says why not paraphrases). True when something was stored
         (or removed)."""
         if (perspective is None) == (same is None) or (perspective is not None) != (
             side is not None
@@ -524,9 +525,9 @@ def _resolved(model: str) -> str:
 
 
 # -- models ------------------------------------------------------------------------------------
-# The training stack (perspect.lab.training, lab.train.pair) imports torch at its top: 1.5 s
+# The training stack (perspect.lab.fitting, lab.train.pair) imports torch at its top: 1.5 s
 # that a search never needs, so the functions below import it when they run.
-ENCODERS = {  # --task -> (trainer in perspect.lab.training, default output folder, what it trains)
+ENCODERS = {  # --task -> (trainer in perspect.lab.fitting, default output folder, what it trains)
     "colbert": ("train_colbert", paths.colbert_model, "ColBERT"),
     "dense": ("train_dense", lambda: paths.models_dir() / "dense", "the dense encoder"),
     "equivalence-ce": (
@@ -570,7 +571,7 @@ def train(
     "average"); see `perspect train --help` for the tasks. For the pair model, `train_layers`
     overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
     rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
-    from perspect.lab import training
+    from perspect.lab import fitting
     from perspect.lab.train.pair import PROFILES
 
     reporter = reporter or NullReporter()
@@ -579,7 +580,7 @@ def train(
     if task in ENCODERS:
         trainer, default_out, what = ENCODERS[task]
         out = Path(out) if out else default_out()
-        m = getattr(training, trainer)(
+        m = getattr(fitting, trainer)(
             data, out, base=base, profile=profile, reporter=reporter, log=log
         )
         return TrainResult(task, out, what, m)
@@ -590,7 +591,7 @@ def train(
         average(list(models), out)
         return TrainResult(task, out, f"the average of {len(models)} models", {})
     if task == "calibrate":
-        model = training.recalibrate(
+        model = fitting.recalibrate(
             out,
             data,
             index,
@@ -610,7 +611,7 @@ def train(
     if init and task == "all":
         tasks = tuple(t for t in TASKS if t in PROFILES[profile].caps)
     prof = _profile(profile, train_layers, max_minutes)
-    model = training.train(data, out, tasks, base, prof, reporter, log, init)
+    model = fitting.train(data, out, tasks, base, prof, reporter, log, init)
     return TrainResult(task, out, ", ".join(tasks), model.manifest)
 
 

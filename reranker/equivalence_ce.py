@@ -13,7 +13,7 @@ A pair is scored in both orders and the two probabilities averaged, so the score
 (the same wherever the pair appears). Measured on the same dev rows, stack and clusters re-fitted
 on the tune claims for each: one canonical order, T3 pairwise 64.9 / over clusters 68.6 (tune
 68.7); both orders 66.0 / 70.6 (tune 69.1). A search pays for its passes (about 110 per second
-here), so the engine scores only the pairs that could change a cluster (perspect.engine,
+here), so the engine scores only the pairs that could change a cluster (perspect.pipeline.clusters,
 `ce_needed`). Pair models fitted with one order keep it (`load_for` reads `orders`).
 
 Saved folder: the CrossEncoder (Hugging Face format) plus `perspect_manifest.json`.
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import onnxrt
 from perspect.core.errors import ModelError
-from perspect.core.tokens import TextTokenizer
+from perspect.core.model import onnxrt
+from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.equivalence-ce/1"

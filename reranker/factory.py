@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from perspect.core import bundle
 from perspect.core.errors import ModelError
+from perspect.core.model import bundle
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import EquivalenceModel
 from perspect.reranker.model import PairModel

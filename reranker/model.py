@@ -5,9 +5,9 @@ forward pass for both; training the four tasks together also fits the 45-minute 
 to train, not four) and lets small tasks (stance, equivalence) borrow from larger ones.
 Pooling is the mean of token states, the pooling the packaged base (all-MiniLM-L6-v2) was trained with.
 
-Saved as a bundle entry (perspect.core.bundle): `encoder/` holds only the tensors training changed
-(the rest comes from the base's registry package), `heads.safetensors`, `manifest.json` (base,
-data checksums, hyper-parameters, calibration, decisions, dev metrics, training time) and
+Saved as a bundle entry (perspect.core.model.bundle): `encoder/` holds only the tensors training
+changed (the rest comes from the base's registry package), `heads.safetensors`, `manifest.json`
+(base, data checksums, hyper-parameters, calibration, decisions, dev metrics, training time) and
 `bundle.json` (checksums). Loading rebuilds the full model once into the cache.
 """
 
@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle, onnxrt, paths
+from perspect.core import paths
 from perspect.core.errors import ModelError
-from perspect.core.tokens import TextTokenizer
+from perspect.core.model import bundle, onnxrt
+from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.served import ServedModel
 
 FORMAT = "perspect.pairmodel/1"
@@ -143,9 +144,9 @@ class PairModel(ServedModel):
         return model
 
     def for_inference(self, int8: bool = False) -> PairModel:
-        """The same model, scoring on ONNX Runtime where it can (perspect.onnxrt): its graph is
-        exported into `<folder>/onnx/` at the first call (`int8`: and its int8 copy made). A
-        model whose weights differ from its folder's (being trained) stays on PyTorch."""
+        """The same model, scoring on ONNX Runtime where it can (perspect.core.model.onnxrt): its
+        graph is exported into `<folder>/onnx/` at the first call (`int8`: and its int8 copy made).
+        A model whose weights differ from its folder's (being trained) stays on PyTorch."""
         if self.serves(int8):
             return self
         if self.net is None:  # served: the other precision is served from the same folder

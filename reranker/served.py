@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from perspect.core import bundle, onnxrt
 from perspect.core.errors import ModelError
+from perspect.core.model import bundle, onnxrt
 
 
 class ServedModel(ABC):

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle, paths
+from perspect.core import paths
 from perspect.core.errors import ModelError
-from perspect.core.stack import logit
+from perspect.core.model import bundle
+from perspect.core.model.decision_stack import logit
 
 FORMAT = "perspect.stancetrunk/1"
 RELATION_FORMAT = "perspect.relation/1"  # the relation model: the same trunk with more heads
@@ -108,15 +109,15 @@ class StanceTrunk:
 
     @classmethod
     def _fingerprint(cls, full: Path, manifest: dict[str, Any]) -> str:
-        from perspect.core import onnxrt
+        from perspect.core.model import onnxrt
 
         mine = onnxrt.files_fingerprint(full, WEIGHTS)
         return f"{mine}-{manifest['base_model']['sha256'][:16]}"
 
     @classmethod
     def _serving(cls, folder: Path, int8: bool = False) -> StanceTrunk | None:
-        from perspect.core import onnxrt
-        from perspect.core.tokens import TextTokenizer
+        from perspect.core.model import onnxrt
+        from perspect.core.model.tokens import TextTokenizer
 
         full, manifest = cls._read(folder)
         fp = cls._fingerprint(full, manifest)
@@ -162,8 +163,8 @@ class StanceTrunk:
         first call; itself where that cannot be done."""
         if self.served or self.net is None:
             return self
-        from perspect.core import onnxrt
-        from perspect.core.tokens import TextTokenizer
+        from perspect.core.model import onnxrt
+        from perspect.core.model.tokens import TextTokenizer
         from perspect.reranker import stance_net
 
         fp = self._fingerprint(self.full, self.manifest)

@@ -2,8 +2,8 @@
 
 A backend owns one folder inside one pool of one index version. It maps text to item ids with scores;
 the pool's `ItemStore` holds texts and metadata. Backends must be safe to clone file-by-file for the
-copy-on-write updates in `indexer.layout`: `immutable_file` tells which files may be hard-linked
-instead of copied.
+copy-on-write updates of `perspect.core.index.layout`: `immutable_file` tells which files may be
+hard-linked instead of copied.
 """
 
 from __future__ import annotations

@@ -42,8 +42,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perspect.core import bundle, paths
+from perspect.core import paths
 from perspect.core.errors import IndexDamaged, ModelError
+from perspect.core.model import bundle
 from perspect.core.types import Item
 from perspect.retriever import onnx_query, plaid_kernels
 from perspect.retriever.base import Backend, ProgressFn
@@ -278,8 +279,8 @@ class _LightQuery:
 
 
 def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
-    from perspect.core import onnxrt
-    from perspect.core.tokens import TextTokenizer
+    from perspect.core.model import onnxrt
+    from perspect.core.model.tokens import TextTokenizer
 
     folder = Path(model)
     if not folder.is_dir():

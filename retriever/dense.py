@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import bundle, paths
+from perspect.core import paths
 from perspect.core.errors import ModelError
+from perspect.core.model import bundle
 from perspect.core.types import Item
 from perspect.retriever import ann
 from perspect.retriever.base import Backend, ProgressFn
@@ -276,7 +277,7 @@ class DenseBackend(Backend):
         self._session = None
         path = Path(resolve_model(self.config["model"]))
         if self.config.get("query_runtime", "onnx") == "onnx" and path.is_dir():
-            from perspect.core import onnxrt
+            from perspect.core.model import onnxrt
             from perspect.retriever import onnx_query
 
             fp = onnxrt.files_fingerprint(path, WEIGHTS)
@@ -286,7 +287,7 @@ class DenseBackend(Backend):
                 folder.mkdir(parents=True, exist_ok=True)
             self._session = onnxrt.existing(folder, "dense-query", fp)
             if self._session is not None:
-                from perspect.core.tokens import TextTokenizer
+                from perspect.core.model.tokens import TextTokenizer
 
                 st = path / "sentence_bert_config.json"
                 lower = (

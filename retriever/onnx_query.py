@@ -1,4 +1,5 @@
-"""Query encoding on ONNX Runtime (perspect.onnxrt), for the ColBERT and the dense retrievers.
+"""Query encoding on ONNX Runtime (perspect.core.model.onnxrt), for the ColBERT and the dense
+retrievers.
 
 Why: a query is one short sequence (16-64 tokens), where PyTorch eager spends most of its time in
 per-operator overhead. On this 2-core CPU the same MiniLM query encoder took 18.8 ms a query in
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import onnxrt
+from perspect.core.model import onnxrt
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perspect.core import integrity
-from perspect.core import manifest as mf
-from perspect.core.config import IndexConfig, check_name, resolve_home
 from perspect.core.errors import PerspectError
-from perspect.core.layout import IndexDir, Lease
-from perspect.core.store import ItemStore
+from perspect.core.index import integrity
+from perspect.core.index import manifest as mf
+from perspect.core.index.config import IndexConfig, check_name, resolve_home
+from perspect.core.index.layout import IndexDir, Lease
+from perspect.core.index.store import ItemStore
 from perspect.core.types import POOLS, Hit, HitList, validate_claim
 from perspect.retriever.base import Backend, VectorBackend
 from perspect.retriever.fusion import rrf
@@ -307,7 +307,7 @@ class Searcher:
 
     def links(self):
         """The version's precomputed perspective -> evidence links, or None (see indexer.links)."""
-        from perspect.core.links import Links
+        from perspect.core.index.links import Links
 
         v = self._v
         if not v.links_read:
@@ -318,9 +318,9 @@ class Searcher:
         return v.links
 
     def stance_states(self):
-        """The perspectives' stored lower-layer states of the stance trunk (perspect.core.states),
-        or None (an index built without them)."""
-        from perspect.core.states import STATES, States
+        """The perspectives' stored lower-layer states of the stance trunk
+        (perspect.core.index.stance_states), or None (an index built without them)."""
+        from perspect.core.index.stance_states import STATES, States
 
         v = self._v
         if not v.states_read:

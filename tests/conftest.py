@@ -62,7 +62,7 @@ def write_json(path: Path, data) -> Path:
 
 def restamp_bundle(folder: Path) -> None:
     """Re-write a bundle entry's checksums after a deliberate edit (a well-formed bundle)."""
-    from perspect.core.bundle import MANIFEST, sha256_file
+    from perspect.core.model.bundle import MANIFEST, sha256_file
 
     m = json.loads((folder / MANIFEST).read_text())
     m["files"] = {rel: sha256_file(folder / rel) for rel in m["files"]}
@@ -188,7 +188,7 @@ def tiny_pair_model(tiny_base, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_index(tmp_path_factory):
     """The hand-made pools indexed once (BM25), shared read-only by UI and engine tests."""
-    from perspect.core.config import IndexConfig
+    from perspect.core.index.config import IndexConfig
     from perspect.indexer.indexer import Indexer, Source
 
     d = tmp_path_factory.mktemp("tiny-index")
@@ -349,7 +349,7 @@ def plaid_index(tmp_path_factory):
     """BM25 + the shipped dense encoder + the shipped ColBERT in PLAID mode (as the `default`
     index of `make demo`), over 240 generated perspectives and the hand-made evidence; PLAID's
     kernels are compiled once into the checkout's cache when missing (about 2 minutes)."""
-    from perspect.core.config import IndexConfig
+    from perspect.core.index.config import IndexConfig
     from perspect.indexer.indexer import Indexer, Source
 
     for name in ("pair", "dense", "colbert"):

@@ -58,7 +58,7 @@ def test_floors_contract(installed_layout):
         text=True,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "2 kept, 0 broken" in r.stdout
+    assert "4 kept, 0 broken" in r.stdout
 
 
 def _graph(layout: Path) -> dict:

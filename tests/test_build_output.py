@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from perspect.core.config import IndexConfig
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 
 # the Stanford code's unlabelled bars ("0it [00:00, ?it/s]"); the CLI mutes the libraries'

@@ -16,8 +16,8 @@ import torch
 from safetensors.torch import load_file
 
 from perspect import api
-from perspect.core import bundle
 from perspect.core.errors import ModelError
+from perspect.core.model import bundle
 from perspect.reranker.model import PairModel
 from perspect.reranker.pair_net import freeze_lower
 

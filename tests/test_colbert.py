@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from perspect import Perspect
-from perspect.core.config import IndexConfig
 from perspect.core.errors import ModelError
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import perspect_cmd, write_jsonl

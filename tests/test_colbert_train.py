@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from perspect.core import bundle
-from perspect.core.perspectrum import load_perspectives, tune_claims_of
+from perspect.core.datasets.perspectrum import load_perspectives, tune_claims_of
+from perspect.core.model import bundle
+from perspect.lab.fitting import train_colbert
 from perspect.lab.train.colbert import ColBERTProfile
-from perspect.lab.training import train_colbert
 
 pytestmark = pytest.mark.slow
 

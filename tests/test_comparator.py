@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perspect.core import claimdiff as cd
+from perspect.core.datasets import claimdiff as cd
 from perspect.lab import claimdiff as lab
 from perspect.reranker.comparator import Comparator, rationale_spans
 from tests.conftest import run_cli
@@ -206,7 +206,9 @@ def test_train_quick_saves_an_entry_that_loads_and_evaluates(tiny_claimdiff, tin
     out = tmp_path / "comparator"
     prof = lab.resolve_profile("quick", epochs=2.0)
     m = lab.train_comparator(tiny_claimdiff, out, base=tiny_base, profile=prof, log=lambda s: None)
-    assert (out / "bundle.json").is_file() and (out / "adapter.safetensors").is_file()
+    assert (out / "bundle.json").is_file()
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert (out / "adapter" / "adapter_config.json").is_file()
     entry = json.loads((out / "bundle.json").read_text())
     assert entry["role"] == "comparator"
     stored = out / "encoder" / "model.safetensors"  # the frozen base: nothing of it stored
@@ -253,24 +255,58 @@ def test_cli_eval_claimdiff_json_and_bad_model(tiny_claimdiff, tiny_base, tmp_pa
 
 def test_merged_adapters_give_the_same_outputs(tiny_base):
     import torch
-
-    from perspect.reranker.lora import LoRALinear, merge_lora
+    from peft.tuners.lora import LoraLayer
 
     model = Comparator.from_base(tiny_base, rank=2)
     with torch.no_grad():
-        for m in model.net.modules():
-            if isinstance(m, LoRALinear):
-                m.lora_b.normal_(0, 0.5)
+        for n, p in model.net.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
     pairs = [("The rover found traces of water.", "Mars once had life.")]
     before, _ = model.scores(pairs)
-    assert merge_lora(model.net.encoder) > 0
-    assert not any(isinstance(m, LoRALinear) for m in model.net.modules())
+    assert model.net.merge_adapters() > 0
+    assert not any(isinstance(m, LoraLayer) for m in model.net.modules())
     after, _ = model.scores(pairs)
     assert np.allclose(before, after, atol=1e-5)
 
 
+def test_adapters_cover_the_blocks_linear_layers_and_not_the_pooler(tiny_base):
+    """The layers the hand-written adapters covered (the shipped ones were converted from them):
+    every linear layer inside the encoder's blocks, six per block, and nothing else."""
+    from peft.tuners.lora import LoraLayer
+
+    model = Comparator.from_base(tiny_base, rank=2)
+    adapted = [n for n, m in model.net.encoder.named_modules() if isinstance(m, LoraLayer)]
+    kinds = sorted({n.split(".layer.")[1].split(".", 1)[1] for n in adapted})
+    assert kinds == [
+        "attention.output.dense",
+        "attention.self.key",
+        "attention.self.query",
+        "attention.self.value",
+        "intermediate.dense",
+        "output.dense",
+    ]
+    assert len(adapted) == 6 * 2 and not any("pooler" in n for n in adapted)
+    trainable = {n for n, p in model.net.named_parameters() if p.requires_grad}
+    assert trainable and all(
+        "lora_" in n or n.startswith(("relation.", "rationale.")) for n in trainable
+    )
+
+
+def test_a_loaded_comparator_saves_no_adapters(tiny_claimdiff, tiny_base, tmp_path):
+    """Loading merges the adapters for inference: saving that model would write none, so it
+    says so instead of writing an entry that cannot load."""
+    from perspect.core.errors import ModelError
+
+    out = tmp_path / "comparator"
+    prof = lab.resolve_profile("quick", epochs=1.0)
+    lab.train_comparator(tiny_claimdiff, out, base=tiny_base, profile=prof, log=lambda s: None)
+    with pytest.raises(ModelError, match="merged"):
+        Comparator.load(out).save(tmp_path / "again")
+
+
 def test_fetch_claimdiff_writes_a_news_pool_of_its_articles(tiny_claimdiff, tmp_path):
-    from perspect.core.data import CLAIMDIFF_NEWS, fetch_local
+    from perspect.core.datasets.fetch import CLAIMDIFF_NEWS, fetch_local
     from perspect.indexer.news import read_news
 
     written = fetch_local("claimdiff", tiny_claimdiff, tmp_path / "cd")

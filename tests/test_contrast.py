@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perspect.core.negation import negate
-from perspect.core.perspectrum import Claim, Cluster
+from perspect.core.datasets.negation import negate
+from perspect.core.datasets.perspectrum import Claim, Cluster
 from perspect.lab.contrast import stance_flips
 
 
@@ -67,7 +67,7 @@ def test_flip_rate_tells_topic_readers_from_claim_readers():
 def test_contrast_stance_pairs_swap_the_label_under_the_negated_claim(tiny_perspectrum):
     import random
 
-    from perspect.core.perspectrum import load_claims, load_perspectives
+    from perspect.core.datasets.perspectrum import load_claims, load_perspectives
     from perspect.lab.train.pair_data import build_examples
 
     claims = load_claims(tiny_perspectrum, "train")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from perspect import Perspect
-from perspect.core.corrections import Correction, Corrections
 from perspect.core.errors import PerspectError
+from perspect.core.index.corrections import Correction, Corrections
 from tests.conftest import run_cli
 
 CLAIM = "Animals in zoos feel pain"  # BM25 finds perspectives 1 and 2 of the tiny pools
@@ -145,7 +145,7 @@ def test_bad_corrections_are_one_line_and_store_nothing(index):
 
 WRITER = """
 import sys
-from perspect.core.corrections import Correction, Corrections
+from perspect.core.index.corrections import Correction, Corrections
 s = Corrections(sys.argv[1])
 i = 0
 while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perspect.core.config import IndexConfig
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 from perspect.indexer.links import Links
 from perspect.retriever.searcher import Searcher

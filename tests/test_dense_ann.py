@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from perspect.core.config import IndexConfig
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 from perspect.retriever import ann
 from perspect.retriever.dense import IDS, VECTORS, DenseBackend

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from perspect.core.config import IndexConfig
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer
+from perspect.lab.fitting import train_dense
 from perspect.lab.pools import pool_searcher
 from perspect.lab.train.dense import FORMAT, DenseProfile
-from perspect.lab.training import train_dense
 from perspect.retriever.dense import PACKAGED, encode, load_encoder
 from perspect.retriever.searcher import Searcher
 

@@ -96,7 +96,7 @@ def test_complete_link_does_not_chain_and_respects_sides():
 def test_stance_margin_decides_which_perspectives_may_merge():
     import numpy as np
 
-    from perspect.core.decisions import Decisions
+    from perspect.core.model.decisions import Decisions
     from perspect.lab import perspectrum_eval as pe
 
     support = np.array([0.9, 0.55, 0.2])

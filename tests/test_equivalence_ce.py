@@ -10,12 +10,12 @@ import subprocess
 import numpy as np
 import pytest
 
+from perspect.core.datasets.perspectrum import load_claims
 from perspect.core.errors import ModelError
-from perspect.core.onnxrt import INT8
-from perspect.core.perspectrum import load_claims
-from perspect.core.stack import Stack
+from perspect.core.model.decision_stack import Stack
+from perspect.core.model.onnxrt import INT8
+from perspect.lab.fitting import recalibrate
 from perspect.lab.pools import pool_searcher
-from perspect.lab.training import recalibrate
 from perspect.pipeline.clusters import at_most, both_orders, ce_needed, complete_link
 from perspect.pipeline.engine import FAST_EQUIVALENCE_PAIRS, Engine, EngineConfig, fast_config
 from perspect.reranker.equivalence_ce import (

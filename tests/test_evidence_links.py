@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from perspect.core.links import Link
-from perspect.core.perspectrum import load_claims, load_perspectives
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives
+from perspect.core.index.links import Link
 from perspect.lab.pools import pool_searcher
 from perspect.pipeline.engine import Engine
 from perspect.pipeline.evidence import link_features

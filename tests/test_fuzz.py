@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from perspect import Perspect
 from perspect.core.errors import PerspectError
-from perspect.core.render import print_result, to_markdown
+from perspect.core.presentation.render import print_result, to_markdown
 from perspect.indexer.indexer import Indexer, Source
 
 HOSTILE = [

@@ -10,7 +10,7 @@ import pytest
 
 from perspect import Perspect
 from perspect.core.errors import IndexBusy, IndexNotFound, InputError, PerspectError
-from perspect.core.layout import IndexDir
+from perspect.core.index.layout import IndexDir
 from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import write_jsonl
@@ -44,7 +44,7 @@ def test_results_are_frozen(built):
 
 
 def test_default_retrievers_are_bm25_and_dense(monkeypatch):
-    from perspect.core.config import default_retrievers
+    from perspect.core.index.config import default_retrievers
 
     monkeypatch.delenv("PERSPECT_RETRIEVERS")
     assert default_retrievers() == ("bm25", "dense")  # no ColBERT model in tests

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from perspect import Perspect
-from perspect.core import manifest as mf
-from perspect.core.config import IndexConfig
 from perspect.core.errors import IndexDamaged
-from perspect.core.layout import IndexDir
+from perspect.core.index import manifest as mf
+from perspect.core.index.config import IndexConfig
+from perspect.core.index.layout import IndexDir
 from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import EVIDENCE, PERSPECTIVES, perspect_cmd, write_json

@@ -14,7 +14,7 @@ import textwrap
 import threading
 
 from perspect import Perspect
-from perspect.core.layout import IndexDir
+from perspect.core.index.layout import IndexDir
 
 WRITER = textwrap.dedent(
     """

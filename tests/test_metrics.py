@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from perspect.core.metrics import PRF, binary_prf, claim_pr, macro
+from perspect.core.datasets.metrics import PRF, binary_prf, claim_pr, macro
 
 
 def test_claim_pr_hand_made():

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from perspect import Perspect, api
-from perspect.core import onnxrt
-from perspect.core.config import IndexConfig
 from perspect.core.errors import ModelError
+from perspect.core.index.config import IndexConfig
+from perspect.core.model import onnxrt
 from perspect.indexer.indexer import Indexer, Source
 from perspect.reranker.model import PairModel
 

@@ -15,14 +15,7 @@ from perspect.core.progress import NullReporter
 from perspect.lab.train.pair import Profile, fit_platt, length_bucketed_batches, train_steps
 from perspect.lab.train.pair_data import Example
 from perspect.reranker.model import PairModel
-from perspect.reranker.roles import (
-    Equivalence,
-    Evidence,
-    Relevance,
-    Stance,
-    pair_for,
-    relevance_and_stance,
-)
+from perspect.reranker.roles import pair_for
 from tests.conftest import restamp_bundle
 
 
@@ -63,24 +56,32 @@ def test_tiny_model_learns_and_round_trips(tiny_base, tmp_path):
     np.testing.assert_allclose(
         again.logits(pairs, ["relevance", "stance"])["stance"],
         model.logits(pairs, ["relevance", "stance"])["stance"],
-        atol=1e-3,  # the bundle keeps large tensors in float16 (perspect.core.bundle)
+        atol=1e-3,  # the bundle keeps large tensors in float16 (perspect.core.model.bundle)
     )
-    assert Relevance(again).threshold == 0.42
+    assert again.threshold("relevance") == 0.42
     m = json.loads((tmp_path / "m" / "manifest.json").read_text())
     assert m["base_model"] == tiny_base and m["format"] == "perspect.pairmodel/1"
 
 
 def test_roles_share_one_model(tiny_base):
+    """Relevance and stance from one forward pass (what a search runs), equal to each head's
+    own; equivalence and evidence through the same model, their pairs built by `pair_for`."""
     model = PairModel.from_base(tiny_base)
-    rel, st = relevance_and_stance(model, "zoos should be banned", ["zoos save species", "no"])
+    claim = "zoos should be banned"
+    pairs = [pair_for("relevance", claim, p) for p in ["zoos save species", "no"]]
+    both = model.predict(pairs, ["relevance", "stance"])
+    rel, st = both["relevance"], both["stance"]
     assert rel.shape == st.shape == (2,) and np.all((rel > 0) & (rel < 1))
     np.testing.assert_allclose(
-        Relevance(model).predict([("zoos should be banned", "no")]), rel[1:], atol=1e-5
+        model.predict(pairs[1:], ["relevance"])["relevance"], rel[1:], atol=1e-5
     )
-    assert Stance(model).task == "stance"
-    assert Equivalence(model).score("c", [("a", "b")]).shape == (1,)
-    assert Evidence(model).score("c", "p", ["para one", "para two"]).shape == (2,)
+    np.testing.assert_allclose(model.predict(pairs, ["stance"])["stance"], st, atol=1e-5)
+    eq = model.predict([pair_for("equivalence", "c", "a", "b")], ["equivalence"])["equivalence"]
+    assert eq.shape == (1,)
+    ev = [pair_for("evidence", "c", "p", x) for x in ["para one", "para two"]]
+    assert model.predict(ev, ["evidence"])["evidence"].shape == (2,)
     assert pair_for("evidence", "c", "p", "x") == ("c [SEP] p", "x")
+    assert pair_for("equivalence", "c", "a", "b") == ("c", "a [SEP] b")
 
 
 def test_load_refuses_missing_or_incompatible(tiny_base, tmp_path):
@@ -170,7 +171,7 @@ def test_average_is_the_mean_of_the_weights_and_refuses_other_models(tiny_base, 
     for (name, pa), pb, pm in zip(
         a.net.named_parameters(), b.net.parameters(), avg.net.parameters(), strict=True
     ):
-        # saved models keep large tensors in float16 (perspect.core.bundle)
+        # saved models keep large tensors in float16 (perspect.core.model.bundle)
         assert torch.allclose(pm, (pa + pb) / 2, atol=1e-3), name
     # the last model's decisions come along (to be re-fitted), with where the weights came from
     assert avg.manifest["thresholds"]["stance"] == 0.33

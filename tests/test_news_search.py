@@ -42,7 +42,7 @@ def _comparator(tiny_base, folder, gate: str):
 
 @pytest.fixture(scope="module")
 def news_index(tmp_path_factory):
-    from perspect.core.config import IndexConfig
+    from perspect.core.index.config import IndexConfig
     from perspect.indexer.indexer import Indexer, Source
 
     d = tmp_path_factory.mktemp("news-index")
@@ -81,8 +81,8 @@ def test_one_sentence_in_several_articles_is_shown_once(
     tiny_pair_model, tiny_base, tmp_path, monkeypatch
 ):
     from perspect.api import Perspect
-    from perspect.core.config import IndexConfig
-    from perspect.core.render import news_line
+    from perspect.core.index.config import IndexConfig
+    from perspect.core.presentation.render import news_line
     from perspect.indexer.indexer import Indexer, Source
 
     copies = [  # one wire sentence in two more outlets, spacing and case aside

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from perspect.core.store import ItemStore
+from perspect.core.index.store import ItemStore
 from tests.conftest import run_cli
 from tests.web_fixtures import free_port, static_server, write_feed, write_site
 
@@ -24,7 +24,7 @@ def site(tmp_path):
 
 
 def _news(home, name="tiny"):
-    from perspect.core.layout import IndexDir
+    from perspect.core.index.layout import IndexDir
 
     store = ItemStore(IndexDir(home, name).current() / "news", readonly=True)
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from perspect import Perspect
-from perspect.core.metrics import claim_pr, macro
-from perspect.core.perspectrum import load_claims, load_evidence, load_perspectives
+from perspect.core.datasets.metrics import claim_pr, macro
+from perspect.core.datasets.perspectrum import load_claims, load_evidence, load_perspectives
 from perspect.indexer.indexer import Indexer, Source
 
 pytestmark = pytest.mark.data

@@ -11,14 +11,14 @@ import shutil
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
-from perspect.core.links import Link
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
-from perspect.core.stack import Stack, fit
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.index.links import Link
+from perspect.core.model.decision_stack import Stack, fit
+from perspect.core.model.decisions import Decisions
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab import reader_view as rv
+from perspect.lab.fitting import recalibrate
 from perspect.lab.pools import pool_searcher
-from perspect.lab.training import recalibrate
 from perspect.pipeline.engine import Engine
 from perspect.reranker.model import PairModel
 
@@ -152,8 +152,8 @@ def test_continue_training_keeps_other_heads_and_their_decisions(
 
     import torch
 
+    from perspect.lab.fitting import train
     from perspect.lab.train.pair import PROFILES
-    from perspect.lab.training import train
 
     prof = dataclasses.replace(PROFILES["quick"], caps={"stance": 48}, epochs={"stance": 3})
     before = PairModel.load(tiny_pair_model)

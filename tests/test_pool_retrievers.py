@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from perspect import api
-from perspect.core.config import IndexConfig
 from perspect.core.errors import PerspectError
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 from perspect.retriever.searcher import Searcher
 from tests.conftest import EVIDENCE, PERSPECTIVES, write_json

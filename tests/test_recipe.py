@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from perspect.core import bundle
+from perspect.core.model import bundle
 from perspect.lab import recipe
 
 STEP = recipe.Step("pair", "all", "pair", reads=("dense",), profile="quick")

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from perspect.core.datasets.reference_rows import cell, load_reference
 from perspect.core.errors import InputError
-from perspect.core.reference_rows import cell, load_reference
 
 
 def write(tmp_path, obj, name="ref.json"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from perspect import Perspect
-from perspect.core.render import to_markdown
+from perspect.core.presentation.render import to_markdown
 from perspect.pipeline.relevance import RELATED_MAX
 
 

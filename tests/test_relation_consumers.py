@@ -5,8 +5,8 @@ tests/test_relation_model.py; here its outputs are given, so each rule is checke
 
 from __future__ import annotations
 
-from perspect.core.decisions import RelationCuts
-from perspect.core.links import Link, Links
+from perspect.core.index.links import Link, Links
+from perspect.core.model.decisions import RelationCuts
 from perspect.core.result import EvidenceItem, Member, PerspectiveCluster
 from perspect.pipeline import why
 from perspect.pipeline.evidence import judged_verdict

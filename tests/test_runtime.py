@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from perspect.core.tokens import TextTokenizer
+from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.model import PairModel
 
 TEXTS_A = [
@@ -185,7 +185,7 @@ def test_models_prepare_exports_the_graphs_a_search_serves(tiny_pair_model, tmp_
 
 
 def test_int8_copies_are_served_too_and_stay_close_to_fp32(tiny_pair_model, tmp_path):
-    from perspect.core.onnxrt import INT8
+    from perspect.core.model.onnxrt import INT8
 
     folder = tmp_path / "model"
     shutil.copytree(tiny_pair_model, folder, ignore=shutil.ignore_patterns("onnx"))

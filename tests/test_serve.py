@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from perspect.core.config import IndexConfig
+from perspect.core.index.config import IndexConfig
 from perspect.serve.config import ServeConfig
 from tests.conftest import PERSPECTIVES, run_cli, write_json
 from tests.test_news_search import _comparator

@@ -15,7 +15,8 @@ import pytest
 
 from perspect import api
 from perspect.api import Perspect, Source
-from perspect.core import bundle, paths
+from perspect.core import paths
+from perspect.core.model import bundle
 from tests.conftest import PERSPECTRUM, write_json
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -110,7 +111,7 @@ def test_stance_comes_from_the_shipped_trunk_over_stored_states(shipped):
     and a search's P(support) is the trunk's, read through them."""
     import numpy as np
 
-    from perspect.pipeline.stance import Support
+    from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
 
     engine = shipped.engine()
@@ -121,7 +122,7 @@ def test_stance_comes_from_the_shipped_trunk_over_stored_states(shipped):
     res = shipped.search(CLAIM)
     members = [m for c in res.clusters for m in c.members]
     text = {i: t for i, t, _ in POOL}
-    direct = Support(engine.model, engine.stance.trunk)(
+    direct = StanceScorer(engine.model, engine.stance.trunk)(
         CLAIM, [text[m.id] for m in members]
     )  # no ids: lower layers computed, not read
     np.testing.assert_allclose([m.support for m in members], direct, atol=0.03)
@@ -159,9 +160,9 @@ def _dev_sample_f1(tmp_path: Path) -> dict[str, float]:
     import json
     import shutil
 
-    from perspect.core.data import evidence_pool_file
-    from perspect.core.decisions import Decisions
-    from perspect.core.perspectrum import PERSPECTIVES, load_claims, load_perspectives
+    from perspect.core.datasets.fetch import evidence_pool_file
+    from perspect.core.datasets.perspectrum import PERSPECTIVES, load_claims, load_perspectives
+    from perspect.core.model.decisions import Decisions
     from perspect.lab import perspectrum_eval as pe
     from perspect.lab.pools import pool_searcher
     from perspect.pipeline.engine import Engine

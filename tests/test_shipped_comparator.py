@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perspect.core import bundle
+from perspect.core.model import bundle
 from tests.conftest import run_cli
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -123,3 +123,75 @@ def test_compare_finds_disputes_the_stance_trunk_reads(monkeypatch):
                 found += gold[x.a] == "dispute"
                 wrong += gold[x.a] == "agree"
     assert found >= 4 and wrong == 0, (found, wrong)
+
+
+# -- the shipped adapters in peft's layout: the same numbers as before ----------------------------
+# Fixed pairs and the shipped comparator's outputs on PyTorch, computed before its adapters were
+# converted to peft's layout: with the hand-written LoRA layers the comparator had until then, over
+# the entry as it was (perspect.comparator/1, adapter.safetensors, as of commit 1bebb1d).
+# Relation probabilities in RELATIONS order, and the rationale probability of each token of A.
+PEFT_PAIRS = [
+    (
+        "Inspectors found new cracks in the bridge in March.",
+        "The bridge is now safe for heavy trucks.",
+    ),
+    (
+        "The raise lifted pay for two million workers.",
+        "Higher minimum wages help low-paid workers.",
+    ),
+    ("Small firms cut hours after the raise.", "Higher minimum wages help low-paid workers."),
+    ("The stadium will host the cup final in June.", "Inflation rose to 3 percent in March."),
+]
+# fmt: off
+BEFORE_RELATIONS = [
+    [0.7589396, 0.2398281, 0.0012323],
+    [0.0239431, 0.9760177, 0.0000393],
+    [0.0588197, 0.9411420, 0.0000383],
+    [0.3591952, 0.6405203, 0.0002845],
+]
+BEFORE_RATIONALE = [
+    [0.0733094, 0.8717158, 0.9518976, 0.9541879, 0.9372056,
+     0.8897928, 0.9475010, 0.2291068, 0.2342309, 0.5186537],
+    [0.8494220, 0.9446797, 0.9635108, 0.8811830, 0.8850405,
+     0.9549680, 0.9010100, 0.8636480, 0.7839658],
+    [0.9337968, 0.9111210, 0.9460837, 0.7935795, 0.7979066,
+     0.7376656, 0.8319150, 0.7149824],
+    [0.7235687, 0.9163052, 0.8324484, 0.9396100, 0.8807267,
+     0.8850299, 0.9252967, 0.3970743, 0.3928201, 0.6647470],
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_converted_adapters_give_the_outputs_of_before(comparator, runtime):
+    """On PyTorch (the merged peft adapters) and as a search serves it (the graph exported from
+    them, on ONNX Runtime): the numbers of before, to 1e-5."""
+    import numpy as np
+
+    from perspect.reranker.comparator import Comparator
+
+    model = comparator if runtime == "torch" else Comparator.open(MODELS / "comparator")
+    assert (model.net is None) == (runtime == "onnx")
+    probs, toks = model.scores(PEFT_PAIRS)
+    np.testing.assert_allclose(probs, BEFORE_RELATIONS, atol=1e-5, rtol=0)
+    assert [len(t) for t in toks] == [len(r) for r in BEFORE_RATIONALE]
+    for got, want in zip(toks, BEFORE_RATIONALE, strict=True):
+        np.testing.assert_allclose([p for _, _, p in got], want, atol=1e-5, rtol=0)
+
+
+def test_peft_itself_loads_the_shipped_adapters():
+    """The entry's adapter folder is peft's own layout: PeftModel.from_pretrained reads it, and its
+    merged encoder is the one the comparator serves, weight for weight."""
+    import torch
+    from peft import PeftModel
+
+    from perspect.reranker.comparator import ADAPTER, Comparator
+    from perspect.reranker.pair_net import load_encoder
+
+    full = bundle.resolve(MODELS / "comparator")
+    _, enc = load_encoder(str(full / "encoder"))
+    merged = PeftModel.from_pretrained(enc, str(full / ADAPTER)).merge_and_unload()
+    ours = Comparator.load(MODELS / "comparator").net.encoder.state_dict()
+    theirs = merged.state_dict()
+    assert set(ours) == set(theirs)
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)

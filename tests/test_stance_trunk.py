@@ -67,7 +67,7 @@ def tiny_trunk(tmp_path_factory) -> Path:
 
 
 def test_quantized_states_round_trip_within_half_a_step():
-    from perspect.core.states import dequantize, quantize
+    from perspect.core.index.stance_states import dequantize, quantize
 
     x = np.random.default_rng(0).normal(size=(7, 32)).astype(np.float32)
     x[3] = 0.0
@@ -78,8 +78,8 @@ def test_quantized_states_round_trip_within_half_a_step():
 
 
 def test_a_packed_trunk_loads_once_and_scores_the_same_stored_or_computed(tiny_trunk):
-    from perspect.core.bundle import BundleEntry, verify
-    from perspect.core.states import dequantize, quantize
+    from perspect.core.index.stance_states import dequantize, quantize
+    from perspect.core.model.bundle import BundleEntry, verify
     from perspect.reranker.stance_trunk import StanceTrunk
 
     entry = BundleEntry.read(tiny_trunk)
@@ -161,9 +161,9 @@ def test_a_damaged_trunk_is_one_clear_error(tiny_trunk, tmp_path):
 def test_the_index_keeps_states_through_builds_adds_and_deletes(
     tiny_trunk, pools, home, tmp_path, monkeypatch
 ):
-    from perspect.core.config import IndexConfig
+    from perspect.core.index.config import IndexConfig
     from perspect.indexer.indexer import Indexer, Source
-    from perspect.pipeline.stance import Support
+    from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
     from perspect.reranker.stance_trunk import StanceTrunk
     from perspect.retriever.searcher import Searcher
@@ -193,7 +193,7 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
 
     # a search reads stored states: the trunk's lower layers run for the claim alone
     s = Searcher("s", home=home)
-    support = Support(None, trunk, s)
+    support = StanceScorer(None, trunk, s)
     calls: list[int] = []
     real = trunk.lower
     monkeypatch.setattr(trunk, "lower", lambda texts, **kw: calls.append(len(texts)) or real(texts))
@@ -214,7 +214,7 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
     )
     s = Searcher("plain", home=home)
     assert s.stance_states() is None
-    plain = Support(argparse.Namespace(manifest=manifest), trunk, s)
+    plain = StanceScorer(argparse.Namespace(manifest=manifest), trunk, s)
     np.testing.assert_allclose(plain("Animals should have rights.", texts, ids), on_the_spot)
     s.close()
     # ... until `perspect index rebuild --retriever stance` stores them
@@ -222,7 +222,7 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
     s = Searcher("plain", home=home)
     assert s.stance_states().count() == len(PERSPECTIVES)
     calls.clear()
-    restored = Support(argparse.Namespace(manifest=manifest), trunk, s)
+    restored = StanceScorer(argparse.Namespace(manifest=manifest), trunk, s)
     np.testing.assert_allclose(restored("Animals should have rights.", texts, ids), from_index)
     assert calls == [1]
     s.close()
@@ -233,10 +233,10 @@ def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
 ):
     """The fitted stance decision stacks the trunk's logit with the pair head's: fitted on gold
     perspectives, it is what a search computes, with the head given (a search has it) or not."""
+    from perspect.core.datasets.perspectrum import Claim, Cluster
     from perspect.core.errors import PerspectError
-    from perspect.core.perspectrum import Claim, Cluster
-    from perspect.lab.training import fit_stance_stack
-    from perspect.pipeline.stance import Support
+    from perspect.lab.fitting import fit_stance_stack
+    from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
     from perspect.reranker.model import PairModel
 
@@ -256,7 +256,7 @@ def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
     fit = fit_stance_stack(model, claims, texts)
     assert set(fit) == {"a", "b", "head"} and all(np.isfinite(list(fit.values())))
     model.manifest["stance_trunk"]["calibration"] = fit
-    support = Support(model, stance_trunk.load_for(model.manifest, model.origin))
+    support = StanceScorer(model, stance_trunk.load_for(model.manifest, model.origin))
     claim, some = claims[0].text, [texts[3], texts[5], texts[2]]
     raw, head = support.raw(claim, some), support.head(claim, some)
     z = fit["a"] * np.log(raw / (1 - raw)) + fit["b"] + fit["head"] * np.log(head / (1 - head))
@@ -276,7 +276,7 @@ def test_recalibrate_with_a_trunk_fits_the_stack_and_keeps_it(
     """`perspect train --task calibrate --stance-model`: the stance decision becomes the stack
     (fitted before the tune pass), which the later Platt fits leave alone; the pair head's own
     stance calibration stays the identity the stack was fitted over."""
-    from perspect.lab.training import recalibrate
+    from perspect.lab.fitting import recalibrate
 
     folder = tmp_path / "pair"
     shutil.copytree(tiny_pair_model, folder)

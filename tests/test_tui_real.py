@@ -1,7 +1,8 @@
 """The real terminal UI on the real engine over a small BM25 + dense + ColBERT (PLAID) index with
 the shipped models, each in a fresh process: the first search of a process is where it hung
-(tqdm's lock taken under Textual's streams by PyLate's index loader; see perspect.core.streams),
-and a process that already ran a search, like pytest's, would not show it."""
+(tqdm's lock taken under Textual's streams by PyLate's index loader; see
+perspect.core.presentation.full_screen), and a process that already ran a search, like pytest's,
+would not show it."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 
 from perspect import Perspect
-from perspect.core.decisions import UNCLEAR, Decisions
-from perspect.core.render import to_markdown
+from perspect.core.model.decisions import UNCLEAR, Decisions
+from perspect.core.presentation.render import to_markdown
 from perspect.core.result import Member, PerspectiveCluster
 from perspect.lab import reader_view as rv
 from perspect.pipeline.order import ordered

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
-from perspect.core.links import Link
+from perspect.core.index.links import Link
+from perspect.core.model.decisions import Decisions
 from perspect.lab import reader_view as rv
 
 

@@ -84,7 +84,7 @@ def test_stored_sentences_cite_what_the_search_would_encode(
 ):
     """Links keep their paragraph's closest sentence at index time; a search cites from them
     with nothing encoded, and picks what encoding at query time picks."""
-    from perspect.core.perspectrum import load_claims
+    from perspect.core.datasets.perspectrum import load_claims
     from perspect.indexer.links import MIN_CHARS
     from perspect.lab.pools import pool_searcher
     from perspect.pipeline.engine import Engine
@@ -133,7 +133,7 @@ def test_stored_sentences_cite_what_the_search_would_encode(
 def test_links_written_before_the_sentences_were_stored_still_work(tmp_path):
     import sqlite3
 
-    from perspect.core.links import Link, Links
+    from perspect.core.index.links import Link, Links
 
     db = sqlite3.connect(tmp_path / "links.sqlite")
     db.execute(

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from perspect import Perspect
-from perspect.core.config import IndexConfig
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import perspect_cmd

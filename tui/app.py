@@ -27,10 +27,10 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Header, ListView, ProgressBar, Static
 
 from perspect.core.errors import Cancelled, PerspectError
-from perspect.core.render import plain
+from perspect.core.presentation.full_screen import before_full_screen
+from perspect.core.presentation.render import plain
 from perspect.core.result import SearchResult
 from perspect.core.service import SearchService, ServiceStatus
-from perspect.core.streams import before_full_screen
 from perspect.tui.messages import (
     CompareDone,
     CorrectionAsked,
@@ -334,7 +334,7 @@ class PerspectApp(App[None]):
         if self.result is None:
             self.notify("nothing to export yet: search first", severity="warning")
             return
-        from perspect.core.render import to_markdown
+        from perspect.core.presentation.render import to_markdown
 
         stem = self.export_dir / f"perspect-{time.strftime('%Y%m%d-%H%M%S')}"
         self.export_dir.mkdir(parents=True, exist_ok=True)

@@ -7,14 +7,14 @@ import argparse
 from perspect.cli.common import (
     console,
 )
-from perspect.core.render import json_text, literal
+from perspect.core.presentation.render import json_text, literal
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from perspect import api
-    from perspect.core.render import highlight
+    from perspect.core.presentation.render import highlight
 
     res = api.compare(args.a, args.b, model_dir=args.model)
     if args.json:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from perspect.cli.common import add_home, console
-from perspect.core.corrections import SIDES, as_json
-from perspect.core.render import literal
+from perspect.core.index.corrections import SIDES, as_json
+from perspect.core.presentation.render import literal
 
 
 def cmd_correct(args: argparse.Namespace) -> int:

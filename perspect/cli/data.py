@@ -7,11 +7,11 @@ import argparse
 from perspect.cli.common import (
     console,
 )
-from perspect.core.render import literal
+from perspect.core.presentation.render import literal
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from perspect.core.data import fetch_local, fetch_perspectrum
+    from perspect.core.datasets.fetch import fetch_local, fetch_perspectrum
 
     if args.dataset == "perspectrum":
         files = fetch_perspectrum(args.dest, args.source)

@@ -17,10 +17,10 @@ def run_eval(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from perspect import api
-    from perspect.core.metrics import TASK_NAMES
-    from perspect.core.progress import RichReporter
-    from perspect.core.reference_rows import cell as ref_cell
-    from perspect.core.reference_rows import load_reference
+    from perspect.core.datasets.metrics import TASK_NAMES
+    from perspect.core.datasets.reference_rows import cell as ref_cell
+    from perspect.core.datasets.reference_rows import load_reference
+    from perspect.core.presentation.progress_bars import RichReporter
 
     with RichReporter(quiet=args.quiet or args.json) as rep:
         result = api.evaluate_perspectrum(
@@ -264,7 +264,7 @@ def register(sub) -> None:
         "--split",
         default="dev",
         choices=["dev", "test"],
-        help="dev: carved from train by topic (perspect.core.claimdiff); test: upstream's",
+        help="dev: carved from train by topic (perspect.core.datasets.claimdiff); test: upstream's",
     )
     ec.add_argument("--model", default=None, help="comparator folder (default: models/comparator)")
     ec.add_argument("--reference", default=None, metavar="FILE", help="the paper's rows (JSON)")

@@ -12,7 +12,7 @@ from perspect.cli.common import (
     console,
     engine_args,
 )
-from perspect.core.render import json_text, literal
+from perspect.core.presentation.render import json_text, literal
 from perspect.core.types import POOLS
 
 
@@ -75,7 +75,7 @@ def _pools(value: str | None) -> tuple[str, ...] | None:
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     from perspect import api
-    from perspect.core.progress import RichReporter
+    from perspect.core.presentation.progress_bars import RichReporter
 
     engine_args(args)
     config = _index_config(args)
@@ -94,7 +94,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 def cmd_index_add(args: argparse.Namespace) -> int:
     from perspect import api
-    from perspect.core.progress import RichReporter
+    from perspect.core.presentation.progress_bars import RichReporter
 
     sources = _sources(args)
     engine_args(args)
@@ -109,7 +109,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from perspect import api
-    from perspect.core.progress import RichReporter
+    from perspect.core.presentation.progress_bars import RichReporter
 
     with RichReporter(quiet=args.quiet) as rep:
         manifest = api.rebuild_index(
@@ -132,7 +132,7 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
 
 def cmd_index_delete(args: argparse.Namespace) -> int:
     from perspect import api
-    from perspect.core.progress import RichReporter
+    from perspect.core.presentation.progress_bars import RichReporter
 
     engine_args(args)
     api.check_engine(args.name, args.backend, home=args.home)

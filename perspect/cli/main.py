@@ -28,7 +28,7 @@ from perspect.cli import (
 )
 from perspect.cli.common import console
 from perspect.core.errors import PerspectError
-from perspect.core.render import literal
+from perspect.core.presentation.render import literal
 
 GROUPS = (
     data,

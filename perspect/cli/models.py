@@ -11,7 +11,7 @@ from perspect.cli.common import (
     console,
 )
 from perspect.core.errors import PerspectError
-from perspect.core.render import literal
+from perspect.core.presentation.render import literal
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -20,7 +20,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from perspect import api
 
     if args.action == "make":
-        from perspect.core.progress import RichReporter
+        from perspect.core.presentation.progress_bars import RichReporter
 
         with RichReporter(quiet=args.quiet) as rep:
             done = api.make_models(

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 
 from perspect.cli.common import add_home, console
-from perspect.core.render import json_text, literal
+from perspect.core.presentation.render import json_text, literal
 
 STYLE = {"added": "green", "duplicate": "yellow"}
 
 
 def cmd_news_add(args: argparse.Namespace) -> int:
     from perspect import api
-    from perspect.core.progress import RichReporter
+    from perspect.core.presentation.progress_bars import RichReporter
 
     with RichReporter(quiet=args.quiet or args.json) as rep:
         report = api.add_news(

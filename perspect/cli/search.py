@@ -8,7 +8,7 @@ from perspect.cli.common import (
     add_home,
     console,
 )
-from perspect.core.render import json_text, literal
+from perspect.core.presentation.render import json_text, literal
 from perspect.core.types import POOLS
 
 
@@ -22,7 +22,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             if args.json:
                 print(json_text(res.to_json()))
             else:
-                from perspect.core.render import print_result
+                from perspect.core.presentation.render import print_result
 
                 print_result(res)
             return 0

@@ -12,12 +12,12 @@ from perspect.cli.common import (
     console,
 )
 from perspect.core.errors import PerspectError
-from perspect.core.render import literal
+from perspect.core.presentation.render import literal
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from perspect import api
-    from perspect.core.progress import RichReporter
+    from perspect.core.presentation.progress_bars import RichReporter
 
     with RichReporter(quiet=args.quiet) as rep:
         r = api.train(

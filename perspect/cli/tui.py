@@ -12,7 +12,7 @@ from perspect.core.errors import PerspectError
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from perspect.core.config import resolve_home
+    from perspect.core.index.config import resolve_home
 
     resolve_home(args.home)  # a home that is a file: one line and exit 2, before the screen opens
     try:

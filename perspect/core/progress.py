@@ -1,4 +1,5 @@
-"""Progress reporting that the core can call without knowing who listens (CLI bars, TUI workers)."""
+"""Progress reporting that the core can call without knowing who listens: the protocol, and the
+reporter that tells no one. The CLI's bars are in perspect.core.presentation.progress_bars."""
 
 from __future__ import annotations
 
@@ -19,45 +20,3 @@ class NullReporter:
     @contextmanager
     def stage(self, description: str, total: int | None = None) -> Iterator[Advance]:
         yield lambda n: None
-
-
-class RichReporter:
-    """Rich progress bars on stderr, so `--json` output on stdout stays clean."""
-
-    def __init__(self, quiet: bool = False):
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            SpinnerColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            disable=quiet,
-            transient=False,
-        )
-
-    def __enter__(self) -> RichReporter:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    @contextmanager
-    def stage(self, description: str, total: int | None = None) -> Iterator[Advance]:
-        task = self._progress.add_task(description, total=total)
-        try:
-            yield lambda n: self._progress.advance(task, n)
-        finally:
-            done = self._progress.tasks[task].completed if total is None else total
-            self._progress.update(task, total=max(done, 1), completed=max(done, 1))

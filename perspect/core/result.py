@@ -42,7 +42,9 @@ class Member(FrozenMetadata):
     relevance: float  # calibrated P(valid perspective on the claim)
     support: float  # calibrated P(supports the claim); 1 - support is P(opposes)
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    corrected: bool = False  # a reader's correction set its side or merged it (core.corrections)
+    corrected: bool = (
+        False  # a reader's correction set its side or merged it (core.index.corrections)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {

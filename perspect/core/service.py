@@ -59,7 +59,7 @@ class SearchService(Protocol):
         same: tuple[str, str] | None = None,
         undo: bool = False,
     ) -> bool:
-        """A reader's correction for `claim` (perspect.core.corrections): `perspective` is on
+        """A reader's correction for `claim` (perspect.core.index.corrections): `perspective` is on
         `side` (support, oppose, off-topic), or the perspectives `same` make one point; `undo`
         takes it back. True when something changed."""
         ...

@@ -3,7 +3,7 @@
 Scores (Ko et al. 2023, Table 2): ClaimDiff-S and -W are two binary tasks over the same pairs; each
 reports AUROC of its probability and precision / recall / F1 of its positive class at the fitted
 threshold. Rationales: token F1 between predicted and gold rationale words of A, per positive
-pair, averaged (the paper's TF1, with perspect.core.claimdiff.tokens in place of spaCy's).
+pair, averaged (the paper's TF1, with perspect.core.datasets.claimdiff.tokens in place of spaCy's).
 Thresholds come from the `tune` topics (annotated pairs for the "pairs" setting, the same topics
 mixed with unrelated pairs for "doc"), never from the split that is reported.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import claimdiff as cd
+from perspect.core.datasets import claimdiff as cd
+from perspect.core.datasets.metrics import PRF, binary_prf
 from perspect.core.errors import PerspectError
-from perspect.core.metrics import PRF, binary_prf
 from perspect.core.progress import NullReporter, Reporter
 
 TASKS = {"S": "strengthen", "W": "weaken"}
@@ -264,7 +264,7 @@ def train_comparator(
                 "fit": len(fit),
                 "tune": len(tune),
                 "dev": len(dev),
-                "how": "train topics dealt by weaken count (perspect.core.claimdiff)",
+                "how": "train topics dealt by weaken count (perspect.core.datasets.claimdiff)",
             },
             "training": {"phases": phases},
             "dev_metrics": metrics,

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.negation import negate
-from perspect.core.perspectrum import Claim
+from perspect.core.datasets.negation import negate
+from perspect.core.datasets.perspectrum import Claim
 from perspect.reranker.roles import pair_for
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core import paths
-from perspect.core.perspectrum import load_claims, load_perspectives
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives
+from perspect.core.datasets.reference_rows import load_reference
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.reference_rows import load_reference
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab import reader_view as rv
 from perspect.lab.contrast import stance_flips
@@ -38,9 +38,9 @@ def evaluate_perspectrum(
     reference_file: str | Path | None = None,
     reporter: Reporter | None = None,
 ) -> dict[str, Any]:
-    """T1-T5 of the pipeline on `split` (`perspect.result` metrics in percent, the IR and
-    all-support baselines of the same run, the decisions used, `--reference` rows). The
-    contrast flip rate is the engine's model's (int8 with `quantize`)."""
+    """T1-T5 of the pipeline on `split` (metrics in percent, as `perspect.result/1` writes them;
+    the IR and all-support baselines of the same run, the decisions used, `--reference` rows).
+    The contrast flip rate is the engine's model's (int8 with `quantize`)."""
     data = Path(data)
     reporter = reporter or NullReporter()
     # before the model and a quarter-hour run: a typo in the file fails now, not at the end

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.decisions import UNCLEAR_TARGET, Decisions
-from perspect.core.links import Link
-from perspect.core.metrics import PRF, binary_prf, claim_pr, macro
-from perspect.core.perspectrum import Claim
-from perspect.core.stack import Stack
-from perspect.core.stack import fit as fit_stack
+from perspect.core.datasets.metrics import PRF, binary_prf, claim_pr, macro
+from perspect.core.datasets.perspectrum import Claim
+from perspect.core.index.links import Link
+from perspect.core.model.decision_stack import Stack
+from perspect.core.model.decision_stack import fit as fit_stack
+from perspect.core.model.decisions import UNCLEAR_TARGET, Decisions
 from perspect.lab import reader_view
 from perspect.pipeline.clusters import complete_link, equivalence_features
 from perspect.pipeline.evidence import link_features, ranked_links
@@ -274,8 +274,8 @@ MARGIN_TOLERANCE = 0.0025
 
 def tune(pred: Predictions, prior: dict[str, float] | None = None) -> Decisions:
     """Fit the pipeline's decisions on held-out claims: relevance, equivalence and evidence stacks
-    (perspect.core.stack) and every cut, each maximising its own task's F1. Cuts of tasks `pred`
-    has no rows for keep their `prior` value."""
+    (perspect.core.model.decision_stack) and every cut, each maximising its own task's F1. Cuts of
+    tasks `pred` has no rows for keep their `prior` value."""
     thr: dict[str, float] = {}
     stacks: dict[str, Stack] = {}
     if pred.t1:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perspect.core.config import IndexConfig
-from perspect.core.data import evidence_pool_file
-from perspect.core.perspectrum import PERSPECTIVES
+from perspect.core.datasets.fetch import evidence_pool_file
+from perspect.core.datasets.perspectrum import PERSPECTIVES
+from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 from perspect.retriever.searcher import Searcher
 

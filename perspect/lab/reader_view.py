@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
-from perspect.core.metrics import binary_prf
-from perspect.core.perspectrum import Claim
+from perspect.core.datasets.metrics import binary_prf
+from perspect.core.datasets.perspectrum import Claim
+from perspect.core.model.decision_stack import Stack
+from perspect.core.model.decisions import Decisions
 from perspect.core.result import Member, PerspectiveCluster
-from perspect.core.stack import Stack
 from perspect.pipeline.evidence import ranked_links
 from perspect.reranker.roles import pair_for
 

@@ -1,9 +1,9 @@
 """`make models`: the shipped bundle, step by step, resumable.
 
-Each step trains or re-fits one entry of the bundle (perspect.core.bundle). Before it runs, its
-*inputs key* is computed: the step's recipe (task, profile, base), the sha256 of the training data
-files and of the base weights, the `bundle.json` of every entry it reads (a retrained dense model
-changes the pair model's negatives and features) and the key of the step before it on the same
+Each step trains or re-fits one entry of the bundle (perspect.core.model.bundle). Before it runs,
+its *inputs key* is computed: the step's recipe (task, profile, base), the sha256 of the training
+data files and of the base weights, the `bundle.json` of every entry it reads (a retrained dense
+model changes the pair model's negatives and features) and the key of the step before it on the same
 entry. A finished step appends `{step, key}` to its entry's record; a step whose key is already
 there is skipped. So `make models` picks up where it stopped, on this machine or on another one
 from what is committed, and redoes exactly what a changed input invalidates.
@@ -20,11 +20,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perspect.core import bundle, paths
+from perspect.core import paths
+from perspect.core.datasets.perspectrum import data_fingerprints
 from perspect.core.errors import PerspectError
-from perspect.core.perspectrum import data_fingerprints
+from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
-from perspect.lab import training
+from perspect.lab import fitting
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class OtherData:
 
     def fingerprints(self) -> list[dict] | None:
         """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
-        from perspect.core import claimdiff
+        from perspect.core.datasets import claimdiff
 
         got = claimdiff.data_fingerprints(self.claimdiff)
         return got if len(got) == 2 else None
@@ -290,9 +291,9 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
         return
     if step.task in ("dense", "equivalence-ce", "colbert"):
         trainer = {
-            "dense": training.train_dense,
-            "equivalence-ce": training.train_equivalence,
-            "colbert": training.train_colbert,
+            "dense": fitting.train_dense,
+            "equivalence-ce": fitting.train_equivalence,
+            "colbert": fitting.train_colbert,
         }[step.task]
         trainer(data, folder, base=base, profile=step.profile, reporter=reporter, log=log)
         return
@@ -308,7 +309,7 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
                            claimdiff=other.claimdiff, warm_start=root / "stance",
                            **step.options)  # fmt: skip
         elif step.task == "all":
-            training.train(
+            fitting.train(
                 data,
                 folder,
                 base=base,
@@ -322,7 +323,7 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             from perspect.reranker.model import TASKS
 
             tasks = tuple(t for t in TASKS if t in PROFILES[step.profile].caps)
-            training.train(
+            fitting.train(
                 data,
                 folder,
                 tasks,
@@ -334,14 +335,14 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
                 corrections=other.corrections,
             )
         elif step.task == "unclear":
-            training.refit_unclear(folder, data)
+            fitting.refit_unclear(folder, data)
         elif step.task == "verdict":
-            training.refit_verdict(folder, data, reporter=reporter)
+            fitting.refit_verdict(folder, data, reporter=reporter)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
             eq, st = root / "equivalence", root / "relation"
             st = st if bundle.is_bundle(st) else root / "stance"
-            training.recalibrate(
+            fitting.recalibrate(
                 folder,
                 data,
                 reporter=reporter,

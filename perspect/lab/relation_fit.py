@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core import claimdiff as cd
+from perspect.core.datasets import claimdiff as cd
 
 PRECISION = 0.8  # inference cuts (evidence, compare)
 NEWS_PRECISION = 0.7  # issue 41: strengthen / weaken precision on held-out topics

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
+from perspect.core.model.decision_stack import Stack
+from perspect.core.model.decisions import Decisions
 from perspect.core.result import Member, PerspectiveCluster
-from perspect.core.stack import Stack
 from perspect.core.types import Query
 from perspect.pipeline import stance
 from perspect.pipeline.retrieve import Retrieve
@@ -51,7 +51,7 @@ class Clusters:
         """Complete-link agglomeration of the kept perspectives (every pair in a cluster must pass
         the cut: single-link chaining merged 11 phrasings of different points into one cluster,
         and measured worse on the tune claims, T3-after-clustering F1 32 vs 52), best first.
-        `same`: pairs of ids a reader said make one point (core.corrections): merged."""
+        `same`: pairs of ids a reader said make one point (core.index.corrections): merged."""
         if not members:
             return []
         support = np.array([m.support for m in members])

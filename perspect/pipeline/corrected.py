@@ -1,4 +1,5 @@
-"""Readers' corrections applied to a search (core.corrections): between relevance and clusters.
+"""Readers' corrections applied to a search (core.index.corrections): between relevance and
+clusters.
 
 A perspective a reader put on a side is kept (even below the relevance cut: the reader says it
 bears on the claim) with P(support) 1 or 0; one called off-topic is dropped; two called the same
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from perspect.core.corrections import ClaimCorrections
+from perspect.core.index.corrections import ClaimCorrections
 from perspect.core.result import Member
 from perspect.core.types import Hit
 from perspect.pipeline.relevance import Judged

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perspect.core.corrections import Corrections
-from perspect.core.decisions import Decisions, RelationCuts
 from perspect.core.errors import Cancelled, ModelError, PerspectError
+from perspect.core.index.corrections import Corrections
+from perspect.core.model.decisions import Decisions, RelationCuts
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
@@ -31,7 +31,7 @@ from perspect.pipeline.clusters import Clusters
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
-from perspect.pipeline.stance import Support
+from perspect.pipeline.stance import StanceScorer
 from perspect.reranker import stance_trunk
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import load_for
@@ -151,7 +151,7 @@ class Engine:
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
         trunk = stance_trunk.load_for(model.manifest, model.origin, serving=onnx, int8=q and onnx)
-        self.stance = Support(self.model, trunk, searcher)
+        self.stance = StanceScorer(self.model, trunk, searcher)
         # the relation model (a trunk with an inference head) decides evidence verdicts, cited
         # reasons and news relations under its fitted cuts
         self.relation = trunk if trunk is not None and "nli" in trunk.heads else None

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from perspect.core.decisions import Decisions, RelationCuts
-from perspect.core.links import RRF_K, Link
+from perspect.core.index.links import RRF_K, Link
+from perspect.core.model.decision_stack import Stack
+from perspect.core.model.decisions import Decisions, RelationCuts
 from perspect.core.result import EvidenceItem, PerspectiveCluster
-from perspect.core.stack import Stack
 from perspect.pipeline import why
 from perspect.retriever.searcher import Searcher
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from perspect.core.negation import negate
+from perspect.core.datasets.negation import negate
 from perspect.core.result import NewsItem, PerspectiveCluster
 from perspect.core.types import Hit
 from perspect.reranker.comparator import Comparator, Relation

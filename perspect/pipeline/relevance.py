@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perspect.core.decisions import Decisions
+from perspect.core.model.decision_stack import logit
+from perspect.core.model.decisions import Decisions
 from perspect.core.result import Member
-from perspect.core.stack import logit
 from perspect.core.types import Hit, Query
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for

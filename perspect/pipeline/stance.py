@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perspect.core.decisions import UNCLEAR, Decisions
+from perspect.core.index.stance_states import dequantize
+from perspect.core.model.decisions import UNCLEAR, Decisions
 from perspect.core.result import Member
-from perspect.core.states import dequantize
 from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
@@ -26,9 +26,11 @@ from perspect.reranker.stance_trunk import StanceTrunk
 log = logging.getLogger(__name__)
 
 
-class Support:
-    """P(support) of (claim, perspective) pairs; duck-types `PairModel.predict` for "stance", so
-    evaluation and fitting read the same scores a search shows."""
+class StanceScorer:
+    """The scorer of P(support) of (claim, perspective) pairs: the stance trunk's (through its
+    fitted decision) where the pair model names one, else the pair model's stance head.
+    Duck-types `PairModel.predict` for "stance", so evaluation and fitting read the same scores
+    a search shows."""
 
     def __init__(self, model: PairModel, trunk: StanceTrunk | None, searcher=None):
         self.model, self.trunk, self.searcher = model, trunk, searcher

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from perspect.core.decisions import RelationCuts
+from perspect.core.model.decisions import RelationCuts
 from perspect.core.result import EvidenceItem, PerspectiveCluster, Why
 from perspect.indexer.links import MIN_CHARS
 from perspect.indexer.news import sentence_spans

@@ -1,7 +1,7 @@
 """`perspect serve`: the HTTP JSON API (FastAPI on uvicorn) over one index.
 
 config.py   ServeConfig: where, how many workers, the limits of a request
-models.py   the engines of one worker, loaded in the background at start-up
+engines.py  the engines of one worker, loaded in the background at start-up
 errors.py   one-line JSON errors: the body-size guard and the exception handlers
 app.py      the routes (POST /search, /compare, /indexes/{name}/news; GET /indexes, /health,
             /ready) and `run`, which starts uvicorn

@@ -22,12 +22,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from perspect import api
-from perspect.core.config import check_name
 from perspect.core.errors import PerspectError
+from perspect.core.index.config import check_name
 from perspect.core.types import POOLS
 from perspect.serve import errors
 from perspect.serve.config import ENV, ServeConfig
-from perspect.serve.models import Engines
+from perspect.serve.engines import Engines
 
 VERSION_HEADER = "X-Perspect-Index-Version"
 WORKER_HEADER = "X-Perspect-Worker"  # the worker process's pid (several with --workers N)

@@ -21,7 +21,7 @@ from perspect.core.errors import (
     ModelError,
     PerspectError,
 )
-from perspect.serve.models import NotReady, TimedOut
+from perspect.serve.engines import NotReady, TimedOut
 
 log = logging.getLogger("perspect.serve")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Label, ListItem
 
-from perspect.core.render import bar, plain
+from perspect.core.presentation.render import bar, plain
 from perspect.core.result import PerspectiveCluster
 
 

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
-from perspect.core.render import plain
+from perspect.core.presentation.render import plain
 
 COLOURS = {"strengthens": "green", "weakens": "red"}
 

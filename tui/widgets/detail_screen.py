@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from perspect.core.render import plain
+from perspect.core.presentation.render import plain
 from perspect.core.result import NewsItem, PerspectiveCluster
 from perspect.tui.widgets.news_panel import news_text
 

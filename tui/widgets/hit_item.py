@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Label, ListItem
 
-from perspect.core.render import plain
+from perspect.core.presentation.render import plain
 from perspect.core.types import Hit
 
 

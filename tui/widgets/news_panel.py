@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
-from perspect.core.render import also_in, plain
+from perspect.core.presentation.render import also_in, plain
 from perspect.core.result import NewsItem
 
 

@@ -2,8 +2,8 @@
 
 Served models (perspect.reranker, perspect.retriever) never import from here, so serving pulls in
 no training library (sentence-transformers' model/trainer split). Orchestration (steps, profiles,
-decision fitting) is perspect.lab.training and perspect.lab.recipe; ClaimDiff's training and
-evaluation are perspect.lab.claimdiff, its data perspect.core.claimdiff.
+decision fitting) is perspect.lab.fitting and perspect.lab.recipe; ClaimDiff's training and
+evaluation are perspect.lab.claimdiff, its data perspect.core.datasets.claimdiff.
 
     pair.py         the pair model: relevance, stance, equivalence, evidence heads (pair_data.py)
     equivalence.py  the claim-conditioned equivalence cross-encoder

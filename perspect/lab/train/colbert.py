@@ -77,7 +77,7 @@ def train_colbert(
     from sentence_transformers import SentenceTransformerTrainer
     from transformers.utils import logging as hf_logging
 
-    from perspect.core.perspectrum import (
+    from perspect.core.datasets.perspectrum import (
         data_fingerprints,
         load_claims,
         load_evidence,

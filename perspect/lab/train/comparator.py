@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from perspect.core.claimdiff import RELATIONS, ClaimPair, rationale_spans
+from perspect.core.datasets.claimdiff import RELATIONS, ClaimPair, rationale_spans
 from perspect.core.progress import NullReporter, Reporter
 from perspect.lab.train.pair import length_bucketed_batches
 from perspect.reranker.comparator import Comparator

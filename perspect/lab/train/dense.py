@@ -11,8 +11,8 @@ with in-batch negatives (sentence-transformers' MultipleNegativesRankingLoss):
   different cluster (what equivalence has to tell apart);
 - perspective -> a resolvable gold paragraph, hard negative a BM25 evidence hit that is not gold.
 
-The held-out tune claims (perspect.core.perspectrum.tune_claims_of) are left out, so the stacks fitted on
-them see the cosines of unseen claims, as at dev/test time.
+The held-out tune claims (perspect.core.datasets.perspectrum.tune_claims_of) are left out, so the
+stacks fitted on them see the cosines of unseen claims, as at dev/test time.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class DenseProfile:
     max_length: int = 128
     max_evidence: int = 2000
     seed: int = 13
-    train_layers: int | None = 3  # top layers trained (reranker.model.freeze_lower)
+    train_layers: int | None = 3  # top layers trained (reranker.pair_net.freeze_lower)
 
 
 # Measured on the 2-core CPU: a batch of 32 short triples takes ~2 s, one with paragraphs ~5.5 s at
@@ -109,7 +109,7 @@ def train_dense(
     from sentence_transformers.training_args import BatchSamplers
     from transformers.utils import logging as hf_logging
 
-    from perspect.core.perspectrum import (
+    from perspect.core.datasets.perspectrum import (
         data_fingerprints,
         load_evidence,
         load_perspectives,

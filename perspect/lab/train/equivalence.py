@@ -71,7 +71,11 @@ def train_equivalence(
     import torch
     from transformers.utils import logging as hf_logging
 
-    from perspect.core.perspectrum import data_fingerprints, load_perspectives, tune_claims_of
+    from perspect.core.datasets.perspectrum import (
+        data_fingerprints,
+        load_perspectives,
+        tune_claims_of,
+    )
     from perspect.lab.train.st import save_model, train_cross_encoder, training_record
     from perspect.retriever.dense import PACKAGED, resolve_model
 

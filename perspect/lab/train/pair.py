@@ -4,7 +4,7 @@ Budget-aware: the learning rate decays linearly in max(step fraction, wall-clock
 profile ends on time on a slow machine instead of overrunning. Batches are length-bucketed (pairs of
 similar length together) and padded per batch, which is what makes CPU training affordable.
 15 % of the train claims are held out ("tune") for calibration and thresholds, so an evaluation on
-dev never sees a threshold tuned on dev; those are fitted by perspect.lab.training, which runs the
+dev never sees a threshold tuned on dev; those are fitted by perspect.lab.fitting, which runs the
 pipeline (a floor above this one).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from perspect.core.perspectrum import (
+from perspect.core.datasets.perspectrum import (
     data_fingerprints,
     load_evidence,
     load_perspectives,
@@ -196,7 +196,7 @@ def fit_heads(
     """Train `tasks` from `base`, or go on training the saved model at `init` (its other heads are
     kept as they are), on pairs mined with `searcher` (an index of the pools: hard negatives),
     plus the pairs readers' `corrections` make (pair_data.correction_examples).
-    Calibration and the pipeline's decisions are fitted above this floor (perspect.lab.training)."""
+    Calibration and the pipeline's decisions are fitted above this floor (perspect.lab.fitting)."""
     prof = resolve_profile(profile)
     reporter = reporter or NullReporter()
     torch.manual_seed(prof.seed)

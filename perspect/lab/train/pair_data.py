@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perspect.core.negation import negate
-from perspect.core.perspectrum import Claim
+from perspect.core.datasets.negation import negate
+from perspect.core.datasets.perspectrum import Claim
 from perspect.reranker.roles import pair_for
 
 
@@ -73,8 +73,8 @@ def build_examples(
     contrast_stance: bool = False,
 ) -> dict[str, list[Example]]:
     """Pairs per task. `contrast_stance`: each stance pair also with the claim negated
-    (perspect.core.negation) and the label swapped, so the model learns to read the perspective's
-    attitude to the *claim*, not to its topic."""
+    (perspect.core.datasets.negation) and the label swapped, so the model learns to read the
+    perspective's attitude to the *claim*, not to its topic."""
     out: dict[str, list[Example]] = {t: [] for t in tasks}
     pool_ids = list(perspectives)
     ev_ids = list(evidence)

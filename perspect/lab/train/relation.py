@@ -34,15 +34,16 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
-from perspect.core import bundle, paths
-from perspect.core import claimdiff as cd
-from perspect.core.negation import negate
-from perspect.core.perspectrum import (
+from perspect.core import paths
+from perspect.core.datasets import claimdiff as cd
+from perspect.core.datasets.negation import negate
+from perspect.core.datasets.perspectrum import (
     data_fingerprints,
     load_claims,
     load_perspectives,
     tune_claims_of,
 )
+from perspect.core.model import bundle
 from perspect.lab.train.stance_trunk import (
     States,
     batches_by_length,
@@ -442,7 +443,7 @@ def save(out: Path, peft_model, net, res: dict, base: str, args) -> None:
 
 def pack(full: Path, out: Path) -> None:
     """The trained folder as a bundle entry: adapter, heads and manifest, checked against the
-    base's sha256 (perspect.core.bundle)."""
+    base's sha256 (perspect.core.model.bundle)."""
     man = json.loads((full / "manifest.json").read_text())
     keep = ("base_model", "code", "data", "training", "dev_metrics", "created")
     record = {k: man[k] for k in keep if k in man}

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perspect.core import bundle, paths
+from perspect.core import paths
+from perspect.core.model import bundle
 from perspect.reranker.pair_net import freeze_lower
 
 
@@ -125,7 +126,7 @@ def save_model(
     model, out: str | Path, manifest: dict[str, Any], t_start: float, role: str, base: str | None
 ) -> None:
     """Save the full model into a staging folder, then pack what training changed into `out`, a
-    bundle entry (perspect.core.bundle) swapped in whole: `out` is whole or absent."""
+    bundle entry (perspect.core.model.bundle) swapped in whole: `out` is whole or absent."""
     out = Path(out)
     manifest["total_seconds"] = round(time.perf_counter() - t_start, 1)
     manifest["code"] = bundle.code_version()

@@ -23,15 +23,16 @@ import torch
 from sklearn.metrics import f1_score, roc_auc_score
 from torch import nn
 
-from perspect.core import bundle, paths
-from perspect.core.negation import negate
-from perspect.core.perspectrum import (
+from perspect.core import paths
+from perspect.core.datasets.negation import negate
+from perspect.core.datasets.perspectrum import (
     data_fingerprints,
     load_claims,
     load_perspectives,
     tune_claims_of,
 )
-from perspect.core.states import dequantize, quantize
+from perspect.core.index.stance_states import dequantize, quantize
+from perspect.core.model import bundle
 from perspect.lab.train.pair_data import build_examples
 from perspect.reranker import stance_net
 
@@ -338,7 +339,7 @@ def save(out: Path, peft_model, net, res: dict, base: str, args) -> None:
 
 def pack(full: Path, out: Path) -> None:
     """The trained folder as a bundle entry: adapter, head and manifest, checked against the
-    base's sha256 (perspect.core.bundle)."""
+    base's sha256 (perspect.core.model.bundle)."""
     man = json.loads((full / "manifest.json").read_text())
     keep = ("base_model", "code", "data", "training", "dev_metrics", "created")
     record = {k: man[k] for k in keep if k in man}
@@ -352,7 +353,7 @@ def train_entry(data: Path, folder: Path, log, **options) -> dict:
 
     defaults = vars(parser().parse_args(["--out", "unused"]))
     args = argparse.Namespace(**{**defaults, **options, "data": Path(data)})
-    from perspect.core.config import default_retrievers
+    from perspect.core.index.config import default_retrievers
     from perspect.lab.pools import pool_searcher
 
     with tempfile.TemporaryDirectory(prefix="perspect-stance-") as tmp:

@@ -162,7 +162,7 @@ def _verified(graph: Path) -> None:
 
 def existing(folder: str | Path, name: str, fingerprint: str):
     """The session of a graph exported earlier with this fingerprint, or None; never exports, so
-    it needs neither torch nor the model (the cold-start path: perspect.reranker.runtime)."""
+    it needs neither torch nor the model (the cold-start path: perspect.reranker.served.ServedModel.serving)."""
     if not ready(folder, name, fingerprint):
         return None
     return session(folder, name, fingerprint, _no_export)

@@ -2,7 +2,7 @@
 
 Why: a fresh clone must answer with the whole pipeline, but base weights are never committed
 (they come from the registry package that ships them, or a hub id online) and the bundle must stay
-small. Training freezes the lower layers (perspect.reranker.model.freeze_lower), so a trained
+small. Training freezes the lower layers (perspect.reranker.pair_net.freeze_lower), so a trained
 model differs from its base in a few tensors. `pack` stores a trained model folder as:
 
 - the safetensors files, holding only the tensors that differ from the base's (large float tensors
@@ -216,7 +216,7 @@ def base_sha256(path: Path) -> str:
 def verify(entry: BundleEntry, graphs: bool = True) -> list[str]:
     """Problems of one bundle entry (empty: every file and the base match their checksums, and
     with `graphs` every ONNX graph made from it its own). Loading checks the one graph it opens
-    (perspect.core.onnxrt), not all of them."""
+    (perspect.core.model.onnxrt), not all of them."""
     problems = []
     for rel, want in entry.files.items():
         f = entry.folder / rel
@@ -224,7 +224,7 @@ def verify(entry: BundleEntry, graphs: bool = True) -> list[str]:
             problems.append(f"{f} is missing")
         elif sha256_file(f) != want:
             problems.append(f"{f} is corrupted (sha256 mismatch)")
-    from perspect.core import onnxrt
+    from perspect.core.model import onnxrt
 
     for graph in sorted((entry.folder / "onnx").glob("*.onnx")) if graphs else []:
         if len(_read_lines(onnxrt._stamp_path(graph))) == 1:

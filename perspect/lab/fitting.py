@@ -1,5 +1,7 @@
-"""Training orchestration: the model trainers of perspect.reranker, fed with scratch indexes of the
-pools, and the fitting of the pipeline's decisions on the held-out train claims ("tune").
+"""Fitting trained models to the pipeline: the decisions (Platt scaling, stacks, cuts, the
+unclear margin, evidence verdicts) fitted on the held-out train claims ("tune"), and the runs of
+perspect.lab.train's trainers that need scratch indexes of the pools. The trainers themselves,
+which only train, are perspect.lab.train.
 
 Why here and not in reranker/: calibrating a model means running the whole pipeline (retrieval,
 the engine's stages) on the tune claims, and the pipeline sits above the models. So the trainers
@@ -16,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.decisions import UNCLEAR_TARGET, Decisions
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
 from perspect.core.errors import PerspectError
-from perspect.core.perspectrum import load_claims, load_perspectives, tune_claims_of
+from perspect.core.model.decision_stack import logit
+from perspect.core.model.decisions import UNCLEAR_TARGET, Decisions
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.stack import logit
 from perspect.lab import perspectrum_eval as pe
 from perspect.lab import reader_view as rv
 from perspect.lab.pools import pool_searcher
@@ -29,7 +31,7 @@ from perspect.lab.train import dense as dense_train
 from perspect.lab.train import equivalence as equivalence_train
 from perspect.lab.train.pair import Profile, fit_heads, fit_platt, resolve_profile
 from perspect.pipeline.engine import Engine
-from perspect.pipeline.stance import Support
+from perspect.pipeline.stance import StanceScorer
 from perspect.reranker import stance_trunk
 from perspect.reranker.equivalence_ce import ORDERS, attach
 from perspect.reranker.model import TASKS, PairModel
@@ -68,7 +70,7 @@ train_equivalence = equivalence_train.train_equivalence  # needs no index
 
 def calibrate_and_tune(model: PairModel, pred) -> None:
     """Platt scaling per head on the tune claims, then the pipeline's stacks and thresholds
-    (perspect.perspectrum_eval.tune) on the calibrated signals."""
+    (perspect.lab.perspectrum_eval.tune) on the calibrated signals."""
     rel_z = [f["head"] for _, _, f in pred.t1]
     labelled = {
         "relevance": (
@@ -124,7 +126,7 @@ def fit_stance_stack(model: PairModel, claims, perspectives: dict[int, str]) -> 
     Measured (bench/STUDIES.md): dev AUROC 83.6 -> 84.8, macro-F1 73.3 -> 76.8, flip 72 -> 75."""
     from sklearn.linear_model import LogisticRegression
 
-    support = Support(model, stance_trunk.load_for(model.manifest, model.origin))
+    support = StanceScorer(model, stance_trunk.load_for(model.manifest, model.origin))
     zs, ys = [], []
     for c in claims:
         gp = [
@@ -207,7 +209,7 @@ def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     model = PairModel.load(model_dir)
     side = Decisions.from_manifest(model.manifest).stance_side
     claims = tune_claims_of(data_dir)[0]
-    support = Support(model, stance_trunk.load_for(model.manifest, model.origin))
+    support = StanceScorer(model, stance_trunk.load_for(model.manifest, model.origin))
     rows = rv.stance_rows(support, claims, load_perspectives(data_dir))
     margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)
     model.manifest["thresholds"]["stance_unclear"] = margin

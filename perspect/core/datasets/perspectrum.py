@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from perspect.core.data import evidence_pool_file
+from perspect.core.datasets.fetch import evidence_pool_file
 from perspect.core.errors import PerspectError
 
 ANNOTATIONS = "perspectrum_with_answers_v1.0.json"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core.errors import IndexDamaged
-from perspect.core.layout import LEASE, atomic_write_text
+from perspect.core.index.layout import LEASE, atomic_write_text
 
 ALGORITHM = "sha256"
 MANIFEST = "manifest.json"

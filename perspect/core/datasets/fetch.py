@@ -133,8 +133,8 @@ CLAIMDIFF_NEWS = "claimdiff_train_articles.jsonl"
 
 def write_claimdiff_news(folder: Path) -> Path:
     """A demo news pool (`--news data/claimdiff/claimdiff_train_articles.jsonl`): ClaimDiff train's
-    sentences regrouped into their articles (perspect.core.claimdiff.articles)."""
-    from perspect.core.claimdiff import articles
+    sentences regrouped into their articles (perspect.core.datasets.claimdiff.articles)."""
+    from perspect.core.datasets.claimdiff import articles
 
     out = folder / CLAIMDIFF_NEWS
     tmp = out.with_name(f".{out.name}.part")

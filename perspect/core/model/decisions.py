@@ -2,7 +2,7 @@
 
 Why: the stacks and thresholds used to live as a raw manifest dict that training wrote, the engine
 read through dozens of look-ups with fallbacks for older models, and the evaluator partly
-recomputed. Now only calibration (perspect.lab.training) makes a `Decisions`, only the pipeline and
+recomputed. Now only calibration (perspect.lab.fitting) makes a `Decisions`, only the pipeline and
 the evaluator read one, and older manifests convert in exactly one place, `from_manifest`.
 
 On disk it keeps the manifest's `thresholds` and `stacks` keys (what every saved model has), plus
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.stack import Stack
+from perspect.core.model.decision_stack import Stack
 
 VERSION = 1
 STACKED = ("relevance", "equivalence", "evidence")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perspect.core.layout import atomic_write_text
+from perspect.core.index.layout import atomic_write_text
 
 FORMAT = "perspect.index/1"
 FILENAME = "manifest.json"
@@ -67,9 +67,10 @@ def new_manifest(name: str, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def load(version_dir: Path) -> dict[str, Any]:
-    """The manifest of a version, checked against its own checksum (perspect.core.integrity)."""
-    from perspect.core import integrity
+    """The manifest of a version, checked against its own checksum
+    (perspect.core.index.integrity)."""
     from perspect.core.errors import IndexDamaged
+    from perspect.core.index import integrity
 
     p = version_dir / FILENAME
     name = version_dir.parent.parent.name
@@ -102,7 +103,7 @@ def save(version_dir: Path, manifest: dict[str, Any]) -> None:
 def seal(version_dir: Path) -> dict[str, Any]:
     """Record the checksum of every file of a complete version (and of the manifest itself):
     the last write before it is published."""
-    from perspect.core import integrity
+    from perspect.core.index import integrity
 
     m = load(version_dir)
     integrity.seal(version_dir, m)
