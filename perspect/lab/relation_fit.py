@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from perspect.core import claimdiff as cd
+from perspect.lab.train.relation_data import inference_rows
 
 PRECISION = 0.8  # inference cuts (evidence, compare)
 NEWS_PRECISION = 0.7  # issue 41: strengthen / weaken precision on held-out topics
@@ -36,8 +37,6 @@ FLOOR = 0.5
 def held_split(inference: Path, seed: int, report: int) -> tuple[list, list]:
     """(reported, tune) held-out inference rows, split exactly as the trainer did: its first
     `report` shuffled held-out rows are reported, the rest fit cuts."""
-    from perspect.lab.train.relation import inference_rows
-
     rng = random.Random(seed)
     train, held = inference_rows(inference)
     rng.shuffle(train)
