@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument(
         "--no-stance", action="store_true", help="the comparator alone (no stance trunk disputes)"
     )
+    ap.add_argument("--trunk", default=None, help="a trunk folder (default: the bundle's)")
     args = ap.parse_args()
     from perspect.core import paths
     from perspect.core.model import bundle
@@ -67,7 +68,7 @@ def main() -> None:
     )
     from perspect.reranker import stance_trunk
 
-    folder = None if args.no_stance else stance_trunk.bundled()
+    folder = None if args.no_stance else (args.trunk or stance_trunk.bundled())
     stance = stance_trunk.StanceTrunk.load(folder, serving=True) if folder else None
     print(f"stance trunk: {folder or 'none (the comparator alone)'}")
     total: Counter = Counter()

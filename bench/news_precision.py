@@ -40,6 +40,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", default="dev")
     ap.add_argument("--data", type=Path, default=Path("data/claimdiff"))
+    ap.add_argument("--trunk", default=None, help="a trunk folder (default: the bundle's)")
     args = ap.parse_args()
     from perspect.core import paths
     from perspect.core.datasets import claimdiff as cd
@@ -54,7 +55,7 @@ def main() -> None:
     cmp = Comparator.load(paths.comparator_model())
     report("comparator (doc cuts)", gold, decide(cmp, pairs, False))
     report("comparator (doc cuts) + negation rule", gold, decide(cmp, pairs, True))
-    folder = stance_trunk.bundled()
+    folder = args.trunk or stance_trunk.bundled()
     judge = RelationJudge.of(stance_trunk.StanceTrunk.load(folder)) if folder else None
     if judge is None:
         print("relation model: none in the bundle (or no fitted news cuts)")

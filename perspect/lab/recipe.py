@@ -126,7 +126,7 @@ class OtherData:
         return {"file": self.vitaminc.name, "sha256": bundle.sha256_file(self.vitaminc)}
 
     def inference_fingerprints(self) -> list[dict] | None:
-        from perspect.lab.train.relation import NLI_FILES
+        from perspect.lab.train.relation_data import NLI_FILES
 
         files = [self.inference / f"{n}.jsonl" for n in NLI_FILES]
         if not all(f.is_file() for f in files):

@@ -24,17 +24,19 @@ from typing import Any
 import numpy as np
 
 from perspect.core.datasets import claimdiff as cd
+from perspect.lab.train.relation_data import inference_rows
 
 PRECISION = 0.8  # inference cuts (evidence, compare)
 NEWS_PRECISION = 0.7  # issue 41: strengthen / weaken precision on held-out topics
 MIN_KEPT = 20  # a cut must keep at least this many tune rows
+# below this precision at every cut the verdict is never given (cut above 1): a relation that is
+# wrong more often than right is not shown at all
+FLOOR = 0.5
 
 
 def held_split(inference: Path, seed: int, report: int) -> tuple[list, list]:
     """(reported, tune) held-out inference rows, split exactly as the trainer did: its first
     `report` shuffled held-out rows are reported, the rest fit cuts."""
-    from perspect.lab.train.relation import inference_rows
-
     rng = random.Random(seed)
     train, held = inference_rows(inference)
     rng.shuffle(train)
@@ -44,15 +46,17 @@ def held_split(inference: Path, seed: int, report: int) -> tuple[list, list]:
 
 def precision_cut(y: np.ndarray, p: np.ndarray, target: float) -> dict[str, float]:
     """The lowest cut whose precision on (y, p) reaches `target` (keeping MIN_KEPT rows); the
-    most precise cut when none does."""
+    most precise cut when none does, and none at all (above 1) when that one is under FLOOR."""
     order = np.argsort(-p)
     hits = np.cumsum(y[order])
     kept = np.arange(1, len(p) + 1)
     prec = hits / kept
     ok = np.where((prec >= target) & (kept >= MIN_KEPT))[0]
     i = int(ok.max()) if len(ok) else int(np.argmax(np.where(kept >= MIN_KEPT, prec, -1)))
+    never = prec[i] < FLOOR
     return {
-        "cut": round(float(p[order][i]), 4),
+        "cut": 1.01 if never else round(float(p[order][i]), 4),
+        "never": bool(never),
         "precision": round(float(prec[i]), 4),
         "recall": round(float(hits[i] / max(1, y.sum())), 4),
     }

@@ -156,6 +156,9 @@ class CompareConfig:
     # precision (`decisions.compare`); these are the fallbacks.
     contradict_at: float = 0.6
     entail_at: float = 0.6
+    # ... or an agreement when the equivalence head reads them as one point (not fitted: its
+    # sigmoid's middle, on PERSPECTRUM's phrasings)
+    same_at: float = 0.5
 
 
 class SentenceEncoder:
@@ -248,10 +251,23 @@ def _figure_spans(sentence: str, other: str) -> tuple[tuple[int, int], ...]:
     return tuple(x.span for x, _ in conflicts(sentence, other))
 
 
+def same_point(relation, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
+    """P(the two sentences make the same point) by the relation model's equivalence head (trained
+    on PERSPECTRUM's clusters of phrasings), both orders averaged: a paraphrase is an agreement
+    even where neither sentence strictly entails the other."""
+    la = relation.lower([a[i] for i, _ in pairs])
+    lb = relation.lower([b[j] for _, j in pairs])
+    return (relation.pairs("equivalence", la, lb) + relation.pairs("equivalence", lb, la)) / 2
+
+
 def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig):
-    """Links of the candidate pairs by the relation model and the figures they state."""
+    """Links of the candidate pairs by the relation model and the figures they state. Only each
+    sentence of A with the sentence of B closest to it: a pair of sentences about two different
+    facts is neither an agreement nor a dispute."""
     contradict_at, entail_at = relation_cuts(relation, cfg)
+    cand = [(i, j) for i, j in cand if j == int(np.argmax(sim[i]))]
     p = inference(relation, a.sentences, b.sentences, cand) if cand else np.zeros((0, 3))
+    same = same_point(relation, a.sentences, b.sentences, cand) if cand else np.zeros(0)
     links = []
     for k, (i, j) in enumerate(cand):
         sa, sb = a.sentences[i], b.sentences[j]
@@ -260,8 +276,9 @@ def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig
         if contra >= contradict_at or (figures and entail < entail_at):
             prob = max(contra, 0.9 if figures else 0.0)
             links.append(SentenceLink(i, j, "weakens", prob, float(sim[i, j]), figures))
-        elif entail >= entail_at:
-            links.append(SentenceLink(i, j, "strengthens", entail, float(sim[i, j]), ()))
+        elif entail >= entail_at or same[k] >= cfg.same_at:
+            prob = max(entail, float(same[k]))
+            links.append(SentenceLink(i, j, "strengthens", prob, float(sim[i, j]), ()))
     return links
 
 
