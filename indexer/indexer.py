@@ -31,7 +31,7 @@ from perspect.core.types import POOLS, Item
 from perspect.indexer.links import JUDGED, KEEP, Links, compute, with_relations, with_sentences
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import ReadReport, read_pool
-from perspect.reranker import stance_trunk
+from perspect.reranker import factory, stance_trunk
 from perspect.retriever.base import Backend
 from perspect.retriever.registry import backend_class
 
@@ -583,12 +583,11 @@ class Indexer:
         a search then runs only the claim's lower layers and the top ones per candidate."""
         if not IndexConfig.from_json(manifest["config"]).stance_states:
             return
-        folder = stance_trunk.bundled()
-        if folder is None:
+        if stance_trunk.bundled() is None:
             return
         t0 = time.perf_counter()
         with self.reporter.stage("loading the stance trunk"):
-            trunk = stance_trunk.StanceTrunk.load(folder)
+            trunk = factory.load(["trunk"], factory.TORCH).trunk  # the bundle's, on PyTorch
         store = ItemStore(version / "perspectives", readonly=True)
         todo = [(it.id, it.text) for it in (store if items is None else items)]
         store.close()

@@ -41,7 +41,7 @@ from perspect.indexer.indexer import Indexer, Source, WriteReport
 from perspect.indexer.web_news import NewsReport
 from perspect.lab.evaluate import evaluate_perspectrum
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
-from perspect.reranker.model import TASKS, PairModel
+from perspect.reranker.model import TASKS
 from perspect.retriever import colbert, dense
 from perspect.retriever.searcher import Searcher
 
@@ -101,34 +101,17 @@ class Perspect:
         return (self._model_dir / "manifest.json").is_file()
 
     def engine(self) -> Engine:
-        """The full pipeline; loads the models on first use (raises ModelError if missing)."""
+        """The full pipeline; loads the models on first use (raises ModelError if missing): on
+        ONNX Runtime by default, which serves the exported graphs without torch or transformers
+        in the process (most of a cold start). The comparator only where the index has news (a
+        damaged one is an error, a missing one means no news)."""
         with self._lock:
             if self._engine is None:
                 config = self._config or EngineConfig()
-                # ONNX Runtime serves the exported graphs without torch or transformers in the
-                # process (most of a cold start); the Engine exports what is missing
-                serve = config.runtime == "onnx"
                 self._searcher.warm_in_background(("perspectives", "news"))
-                model = PairModel.serving(self._model_dir, int8=config.quantize) if serve else None
-                self._engine = Engine(
-                    self._searcher,
-                    model or PairModel.load(self._model_dir),
-                    config,
-                    comparator=self._comparator(serve),
-                )
+                news = bool(self._searcher.pools.get("news"))
+                self._engine = Engine.load(self._searcher, self._model_dir, config, news=news)
             return self._engine
-
-    def _comparator(self, serve: bool = False):
-        """The ClaimDiff comparator where the index has news to tie to the claim (else None: the
-        model is not loaded for nothing); a damaged one is an error, a missing one means no news."""
-        if not self._searcher.pools.get("news"):
-            return None
-        folder = paths.comparator_model()
-        if not (folder / bundle.MANIFEST).is_file() and not (folder / "manifest.json").is_file():
-            return None
-        from perspect.reranker.comparator import Comparator
-
-        return (Comparator.serving(folder) if serve else None) or Comparator.load(folder)
 
     def search(
         self,
@@ -638,17 +621,22 @@ class Comparer:
 
     def _loaded(self):
         from perspect.pipeline.compare import SentenceEncoder
-        from perspect.reranker.comparator import Comparator
+        from perspect.reranker import factory
 
         with self._lock:
             if self._models is None:
-                comparator = Comparator.load(self._model_dir or paths.comparator_model())
+                folder = self._model_dir or paths.comparator_model()
+                comparator = factory.load(
+                    ["comparator"], factory.TORCH, entries={"comparator": folder}
+                ).comparator
                 dense_dir = paths.dense_model_dir()
                 if (dense_dir / bundle.MANIFEST).is_file():
                     enc_dir = bundle.resolve(dense_dir)
                 else:
                     enc_dir = Path(paths.resolve_base(None))
-                self._models = (comparator, SentenceEncoder(enc_dir), _bundled_trunk())
+                # the stance trunk the bundle's pair model names, on ONNX Runtime, or None
+                trunk = factory.load(["trunk"]).trunk
+                self._models = (comparator, SentenceEncoder(enc_dir), trunk)
             return self._models
 
     def compare(self, a: tuple[str, str] | str | Path, b: tuple[str, str] | str | Path):
@@ -662,14 +650,6 @@ class Comparer:
         art_a, art_b = article(a, "article a"), article(b, "article b")
         comparator, encoder, stance = self._loaded()
         return compare_articles(art_a, art_b, comparator, encoder, self._config, stance)
-
-
-def _bundled_trunk():
-    """The stance trunk the bundle's pair model names (on ONNX Runtime), or None."""
-    from perspect.reranker import stance_trunk
-
-    folder = stance_trunk.bundled()
-    return stance_trunk.StanceTrunk.load(folder, serving=True) if folder is not None else None
 
 
 def evaluate_claimdiff(
@@ -778,7 +758,7 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
     search only loads."""
     import time
 
-    from perspect.reranker.factory import served_class
+    from perspect.reranker import factory
 
     root = models_dir(folder)
     done: list[Prepared] = []
@@ -789,32 +769,18 @@ def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
             done.append(Prepared(name, make(entry), time.perf_counter() - t0))
 
     def served(p: Path) -> bool:
-        cls = served_class(p)
-        if cls.serving(p) is None:
-            cls.load(p).for_inference()
-        return cls.serving(p) is not None
-
-    def dense_query(p: Path) -> bool:
-        return dense.DenseBackend(p / "unused", {"model": str(p)})._query_session() is not None
-
-    def colbert_query(p: Path) -> bool:
-        from perspect.retriever import onnx_query
-
-        path = str(p.resolve())
-        model = colbert.load_colbert(path)
-        return onnx_query.session(model, path, colbert.model_fingerprint(path)) is not None
+        factory.open_served(p)  # its graph made where it was not
+        return factory.served_class(p).graph(p) is not None
 
     step("pair", root / "pair", served)
     step("equivalence", root / "equivalence", served)
     step("comparator", root / "comparator", served)
-    step("dense", root / "dense", dense_query)
-    step("colbert", root / "colbert", colbert_query)
+    step("dense", root / "dense", dense.query_graph)
+    step("colbert", root / "colbert", colbert.query_graph)
     if bundle.is_bundle(root / "stance"):  # base unpacked from its registry parts, graphs made
-        from perspect.reranker.stance_trunk import StanceTrunk
-
         t0 = time.perf_counter()
-        served = StanceTrunk.load(root / "stance", serving=True).served
-        done.append(Prepared("stance", served, time.perf_counter() - t0))
+        trunk = factory.load(["trunk"], entries={"trunk": root / "stance"}).trunk
+        done.append(Prepared("stance", trunk.served, time.perf_counter() - t0))
     if (root / "colbert").is_dir():
         t0 = time.perf_counter()
         where = colbert.build_kernels()

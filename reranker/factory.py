@@ -1,17 +1,152 @@
-"""The one factory from a bundle entry to its served model (reranker.served's life cycle)."""
+"""The one factory from the bundle to its loaded models: `load` gives a typed `Models` value.
+
+Every caller asks here: the search front door (perspect.api's `Perspect`, the comparer), the
+engine's callers in the lab (evaluation, fitting the decisions), the indexer (the stance trunk's
+lower-layer states) and model preparation. A model is served as `Serving` says: from its exported
+ONNX graph (no torch in the process; made at the first load for these weights) or on PyTorch, in
+float32 or int8. Models the pair model's manifest names (the equivalence cross-encoder, the
+stance trunk) come with it, checked to be the ones its decisions were fitted with.
+
+Adding a model to the bundle is one field of `Models` and one loader in `LOADERS`: a function of
+(the pair model or None, the entry asked for or None, `Serving`) that returns the model or None.
+`served_class` / `open_served` map one bundle entry to its served model (reranker.served's life
+cycle), for the callers that hold an entry rather than a pair model.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from perspect.core import paths
 from perspect.core.errors import ModelError
 from perspect.core.model import bundle
+from perspect.reranker import equivalence_ce, stance_trunk
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import EquivalenceModel
 from perspect.reranker.model import PairModel
 from perspect.reranker.served import ServedModel
+from perspect.reranker.stance_trunk import StanceTrunk
 
+
+@dataclass(frozen=True)
+class Serving:
+    """How models are served: `onnx` their exported graphs on ONNX Runtime (else PyTorch), `int8`
+    the int8 copies (ONNX Runtime's per channel; PyTorch's dynamic int8 on PyTorch), and the
+    equivalence cross-encoder's own int8 choice (None: as `int8`)."""
+
+    onnx: bool = True
+    int8: bool = False
+    int8_equivalence: bool | None = None
+
+    @property
+    def equivalence_int8(self) -> bool:
+        return self.int8 if self.int8_equivalence is None else self.int8_equivalence
+
+
+TORCH = Serving(onnx=False)
+
+
+@dataclass(frozen=True)
+class Models:
+    """The models of one use of the bundle, loaded once. None: not asked for, or not in the
+    bundle (no comparator: no news), or not named by the pair model (no trunk: stance from the
+    pair model's head)."""
+
+    pair: PairModel | None = None  # relevance, stance, equivalence and evidence heads
+    equivalence: EquivalenceModel | None = None  # the cross-encoder the pair model names
+    trunk: StanceTrunk | None = None  # the stance trunk the pair model (or the bundle's) names
+    comparator: Comparator | None = None  # ClaimDiff: news sentences and article comparison
+
+
+Loader = Callable[[PairModel | None, Path | None, Serving], Any]
+
+
+def load(
+    want: Iterable[str] = ("pair", "equivalence", "trunk"),
+    serving: Serving = Serving(),
+    pair: PairModel | str | Path | None = None,
+    entries: Mapping[str, str | Path] | None = None,
+) -> Models:
+    """The models named in `want` (fields of `Models`), served as `serving` says. `pair`: the
+    pair model's folder (default the bundle's), or a pair model in memory (its decisions being
+    fitted); the models it names are resolved from it. `entries`: the folder of another model
+    (e.g. {"comparator": dir}; one given is required to load, one not given is the bundle's,
+    None where the bundle has none)."""
+    want = tuple(want)
+    unknown = [w for w in want if w != "pair" and w not in LOADERS]
+    if unknown:
+        raise ValueError(f"no model {unknown[0]!r} in Models")
+    entries = {k: Path(v) for k, v in (entries or {}).items()}
+    got: dict[str, Any] = {}
+    named_by = None
+    if "pair" in want or pair is not None:
+        named_by, got["pair"] = _pair(pair, serving)
+    for name in want:
+        if name != "pair":
+            got[name] = LOADERS[name](named_by, entries.get(name), serving)
+    return Models(**got)
+
+
+def _pair(pair: PairModel | str | Path | None, serving: Serving) -> tuple[PairModel, PairModel]:
+    """(the pair model that names the others, the one that scores: its int8 copy on PyTorch)."""
+    if not isinstance(pair, PairModel):
+        folder = Path(pair) if pair else paths.pair_model()
+        served = PairModel.serving(folder, int8=serving.int8) if serving.onnx else None
+        pair = served or PairModel.load(folder)
+    if serving.onnx:  # exported at the first call for these weights; a model in training stays
+        pair = pair.for_inference(int8=serving.int8)
+    elif pair.net is None:  # served by ONNX Runtime, asked for PyTorch
+        pair = PairModel.load(pair.origin)
+    scoring = pair.quantized() if serving.int8 and not pair.manifest.get("quantized") else pair
+    return pair, scoring
+
+
+def _equivalence(pair: PairModel | None, entry: Path | None, serving: Serving):
+    """The equivalence cross-encoder the pair model names (its orders and date checked)."""
+    if pair is None:
+        return None
+    q = serving.equivalence_int8
+    ce = equivalence_ce.load_for(pair.manifest, pair.origin, serving=serving.onnx, int8=q)
+    if ce is not None and serving.onnx:
+        ce = ce.for_inference(int8=q)
+    if ce is not None and q and not ce.manifest.get("quantized"):
+        ce = ce.quantized()
+    return ce
+
+
+def _trunk(pair: PairModel | None, entry: Path | None, serving: Serving):
+    """The stance trunk the pair model names (checked to be the one its decisions read); without
+    a pair model, `entry` or the one the bundle's pair model names (an index's stored states)."""
+    int8 = serving.int8 and serving.onnx  # PyTorch's int8 is not applied to the trunk
+    if pair is not None:
+        return stance_trunk.load_for(pair.manifest, pair.origin, serving=serving.onnx, int8=int8)
+    folder = entry or stance_trunk.bundled()
+    return StanceTrunk.load(folder, serving=serving.onnx, int8=int8) if folder else None
+
+
+def _comparator(pair: PairModel | None, entry: Path | None, serving: Serving):
+    """The ClaimDiff comparator of `entry` (a damaged or missing one is an error), else the
+    bundle's where it has one (a missing one means no news). Not int8: measured only fp32."""
+    folder = entry or paths.comparator_model()
+    if entry is None and not (bundle.is_bundle(folder) or (folder / Comparator.MANIFEST).is_file()):
+        return None
+    if not serving.onnx:
+        return Comparator.load(folder)
+    return (Comparator.serving(folder) or Comparator.load(folder)).for_inference()
+
+
+LOADERS: dict[str, Loader] = {
+    "equivalence": _equivalence,
+    "trunk": _trunk,
+    "comparator": _comparator,
+}
+
+
+# -- one bundle entry ------------------------------------------------------------------------------
 SERVED: tuple[type[ServedModel], ...] = (PairModel, EquivalenceModel, Comparator)
 
 

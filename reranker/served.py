@@ -5,8 +5,8 @@ entry and are served the same way: the manifest is checked (format, required fil
 are fingerprinted, the exported ONNX graph made for those weights is served without torch, and
 a loaded PyTorch model makes that graph (and its int8 copy) at its first `for_inference`. The
 steps live here once; each model file keeps only what is its own (its network, its tokenization,
-its outputs). `reranker.factory.open_served` is the one factory from a bundle entry to its
-served model.
+its outputs). `reranker.factory` is the one factory every caller loads them with (`load`: the
+bundle's models as one typed value; `open_served`: one entry's served model).
 """
 
 from __future__ import annotations

@@ -142,6 +142,15 @@ def model_fingerprint(folder: str | Path) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def query_graph(model: str | Path) -> bool:
+    """Make the ONNX graph a search encodes queries of `model` with (`perspect models prepare`);
+    True when the queries are served on ONNX Runtime, False on PyTorch."""
+    from perspect.retriever import onnx_query
+
+    path = str(Path(model).resolve())
+    return onnx_query.session(load_colbert(path), path, model_fingerprint(path)) is not None
+
+
 def load_colbert(name: str | Path, query_maxlen: int = 32, doc_maxlen: int = 256):
     """Load (once per process) a PyLate ColBERT model: a bundle entry, a local folder, or a hub id
     when online."""

@@ -123,6 +123,13 @@ def encode(model, texts: Sequence[str], batch_size: int = 64, progress=None) -> 
     return out
 
 
+def query_graph(model: str | Path) -> bool:
+    """Make the ONNX graph a search encodes queries of `model` with, where it can be (`perspect
+    models prepare`); True when the queries are served on ONNX Runtime, False on PyTorch."""
+    backend = DenseBackend(Path(model) / "unused", {"model": str(model)})
+    return backend._query_session() is not None
+
+
 class DenseBackend(Backend):
     kind = "dense"
 

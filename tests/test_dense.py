@@ -130,8 +130,8 @@ def test_links_on_the_fly_match_precomputed(pools, home, tiny_pair_model):
     assert Searcher("lazy", home=home).links() is None
     model = PairModel.load(tiny_pair_model)
     groups = [["1"], ["4", "6"], ["3", "5"]]
-    pre = Engine(Searcher("pre", home=home), model).evidence(groups)
-    fly = Engine(Searcher("lazy", home=home), model).evidence(groups)
+    pre = Engine.load(Searcher("pre", home=home), model).evidence(groups)
+    fly = Engine.load(Searcher("lazy", home=home), model).evidence(groups)
     assert [[e.id for e in g] for g in pre] == [[e.id for e in g] for g in fly]
     assert pre[0][0].id == "10" and pre[1][0].id == "11"
 

@@ -223,7 +223,7 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
 
     # a per-search budget of cross-encoder pairs (EngineConfig.equivalence_ce_max_pairs)
     sent: list[int] = []
-    capped = Engine(
+    capped = Engine.load(
         pool_searcher(tiny_perspectrum, tmp_path / "idx2", retrievers=("bm25", "dense")),
         PairModel.load(model_dir),
         EngineConfig(equivalence_ce_max_pairs=1),
@@ -238,7 +238,7 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
 
     # the fast preset: both cross-encoders int8 (ONNX Runtime's copies of their graphs: the
     # fp32 graphs stay), budget kept
-    fast = Engine(capped.searcher, PairModel.load(model_dir), fast_config())
+    fast = Engine.load(capped.searcher, PairModel.load(model_dir), fast_config())
     assert fast.config.equivalence_ce_max_pairs == FAST_EQUIVALENCE_PAIRS
     assert fast.model.manifest["quantized"] == fast.equivalence_ce.manifest["quantized"] == INT8
     assert fast.model._onnx is not None and fast.equivalence_ce._onnx is not None
@@ -247,7 +247,7 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
         capped.equivalence_ce._onnx is not None
         and "quantized" not in capped.equivalence_ce.manifest
     )
-    mixed = Engine(
+    mixed = Engine.load(
         capped.searcher,
         PairModel.load(model_dir),
         EngineConfig(quantize=True, quantize_equivalence=False),
@@ -259,9 +259,9 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     def int8(module) -> bool:
         return any("quantized" in type(x).__module__ for x in module.modules())
 
-    on_torch = Engine(capped.searcher, PairModel.load(model_dir), fast_config(runtime="torch"))
+    on_torch = Engine.load(capped.searcher, PairModel.load(model_dir), fast_config(runtime="torch"))
     assert int8(on_torch.equivalence_ce.model.model) and int8(on_torch.model.net)
-    plain = Engine(capped.searcher, PairModel.load(model_dir), EngineConfig(runtime="torch"))
+    plain = Engine.load(capped.searcher, PairModel.load(model_dir), EngineConfig(runtime="torch"))
     assert not int8(plain.model.net) and not int8(plain.equivalence_ce.model.model)
     got = fast.equivalence_ce.predict("a claim", [("one view", "another view")])
     assert got.shape == (1,) and 0.0 <= got[0] <= 1.0
@@ -274,7 +274,7 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
 
     searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
     model = PairModel.load(model_dir)
-    engine = Engine(searcher, model)
+    engine = Engine.load(searcher, model)
     assert engine.equivalence_ce is not None
     claim = load_claims(tiny_perspectrum, "dev")[0].text
     res = engine.search(claim)
@@ -285,12 +285,12 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     m["equivalence_ce"]["created_at"] = "an earlier training"
     model.manifest = m
     with pytest.raises(ModelError, match="retrained after") as e:
-        Engine(searcher, model)
+        Engine.load(searcher, model)
     assert "--task calibrate --equivalence-model" in e.value.hint
     # a stack that reads the cross-encoder without one named is refused too
     m.pop("equivalence_ce")
     with pytest.raises(ModelError, match="does not name"):
-        Engine(searcher, model)
+        Engine.load(searcher, model)
     assert cm["format"] == FORMAT
     searcher.close()
     dropped = recalibrate(model_dir, tiny_perspectrum, equivalence_model="none").manifest

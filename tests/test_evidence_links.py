@@ -19,7 +19,7 @@ def test_reverse_margin_is_the_lead_over_the_best_perspective_outside_the_group(
     tiny_perspectrum, tiny_pair_model, tmp_path
 ):
     searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
-    engine = Engine(searcher, PairModel.load(tiny_pair_model))
+    engine = Engine.load(searcher, PairModel.load(tiny_pair_model))
     pids = [str(p) for p in sorted(load_perspectives(tiny_perspectrum))]
     pv = engine.dense.vectors(pids)
     ev_dense = searcher.backend("evidence", "dense")

@@ -110,7 +110,7 @@ def test_recalibrate_fits_stacks_and_eval_runs_the_engine(
 
     model = PairModel.load(model_dir)
     searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
-    engine = Engine(searcher, model)
+    engine = Engine.load(searcher, model)
     dev = load_claims(tiny_perspectrum, "dev")
     pred = pe.predict(engine, dev, load_perspectives(tiny_perspectrum))
     decisions = Decisions.from_manifest(model.manifest)

@@ -195,7 +195,7 @@ def _dev_sample_f1(tmp_path: Path) -> dict[str, float]:
         searcher = pool_searcher(data, tmp_path / "idx", retrievers=retrievers)
         dense = searcher.backend("perspectives", "dense").config["model"]
         assert Path(dense).resolve() == (MODELS / "dense").resolve(), dense
-        pred = pe.predict(Engine(searcher, model), sample, load_perspectives(data))
+        pred = pe.predict(Engine.load(searcher, model), sample, load_perspectives(data))
         searcher.close()
     got = pe.score(pred, Decisions.from_manifest(model.manifest))
     return {k: round(100 * v.f1, 1) for k, v in got.items()}

@@ -91,7 +91,7 @@ def test_stored_sentences_cite_what_the_search_would_encode(
     from perspect.reranker.model import PairModel
 
     searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
-    engine = Engine(searcher, PairModel.load(tiny_pair_model))
+    engine = Engine.load(searcher, PairModel.load(tiny_pair_model))
     pids = [
         str(p) for c in load_claims(tiny_perspectrum, "train") for cl in c.clusters for p in cl.pids
     ]

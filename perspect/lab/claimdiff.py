@@ -280,11 +280,12 @@ def evaluate_claimdiff(
 ) -> list[ClaimDiffScores]:
     """`perspect eval claimdiff`: the split (thresholds for annotated pairs) and its document-like
     counterpart (upstream's test-full when present, else the split mixed with unrelated pairs)."""
-    from perspect.reranker.comparator import Comparator
+    from perspect.reranker import factory
 
     if split not in ("dev", "test", "tune"):
         raise PerspectError(f"--split takes dev or test, not {split!r}")
-    model = Comparator.load(model_dir)
+    entry = {"comparator": model_dir}
+    model = factory.load(["comparator"], factory.TORCH, entries=entry).comparator
     th = model.manifest["thresholds"]
     cut = float(model.manifest.get("rationale_threshold", 0.5))
     pairs = cd.load_pairs(data_dir, split)

@@ -19,7 +19,7 @@ from perspect.lab import reader_view as rv
 from perspect.lab.contrast import stance_flips
 from perspect.lab.pools import pool_searcher
 from perspect.pipeline.engine import Engine, EngineConfig
-from perspect.reranker.model import PairModel
+from perspect.reranker import factory
 from perspect.retriever.searcher import Searcher
 
 
@@ -46,7 +46,8 @@ def evaluate_perspectrum(
     # before the model and a quarter-hour run: a typo in the file fails now, not at the end
     reference = load_reference(reference_file) if reference_file else ()
     model_dir = str(model_dir or paths.pair_model())
-    model = PairModel.load(model_dir)  # first: a missing model is the likelier, cheaper failure
+    # first: a missing model is the likelier, cheaper failure
+    model = factory.load(["pair"], factory.TORCH, model_dir).pair
     claims = load_claims(data, split)[:limit]
     tasks = model.manifest["tasks"]
     k_persp = k_persp or EngineConfig().candidates
@@ -68,7 +69,7 @@ def evaluate_perspectrum(
             quantize_equivalence=quantize_equivalence,
             equivalence_ce_max_pairs=equivalence_max_pairs,
         )
-        engine = Engine(searcher, model, cfg)
+        engine = Engine.load(searcher, model, cfg)
         ret_name = searcher.default_retriever
         retrieval = f"{ret_name} ({'+'.join(searcher.retrievers)}) top-{k_persp}"
         with reporter.stage(f"running the pipeline on {split}", total=len(claims)) as adv:

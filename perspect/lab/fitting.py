@@ -32,7 +32,7 @@ from perspect.lab.train import equivalence as equivalence_train
 from perspect.lab.train.pair import Profile, fit_heads, fit_platt, resolve_profile
 from perspect.pipeline.engine import Engine
 from perspect.pipeline.stance import StanceScorer
-from perspect.reranker import stance_trunk
+from perspect.reranker import factory, stance_trunk
 from perspect.reranker.equivalence_ce import ORDERS, attach
 from perspect.reranker.model import TASKS, PairModel
 from perspect.retriever.searcher import Searcher
@@ -126,7 +126,7 @@ def fit_stance_stack(model: PairModel, claims, perspectives: dict[int, str]) -> 
     Measured (bench/STUDIES.md): dev AUROC 83.6 -> 84.8, macro-F1 73.3 -> 76.8, flip 72 -> 75."""
     from sklearn.linear_model import LogisticRegression
 
-    support = StanceScorer(model, stance_trunk.load_for(model.manifest, model.origin))
+    support = StanceScorer(model, factory.load(["trunk"], factory.TORCH, model).trunk)
     zs, ys = [], []
     for c in claims:
         gp = [
@@ -169,7 +169,7 @@ def recalibrate(
     drops the one the model names; None keeps it). `stance_model`: a stance trunk whose P(support)
     replaces the stance head's ("none" drops it, None keeps the one named)."""
     reporter = reporter or NullReporter()
-    model = PairModel.load(model_dir)
+    model = factory.load(["pair"], factory.TORCH, model_dir).pair
     for t in model.manifest["tasks"]:
         model.manifest["calibration"][t] = {"a": 1.0, "b": 0.0}
     model.manifest.pop("stacks", None)  # re-fitted below; an old one may read a dropped signal
@@ -191,7 +191,7 @@ def recalibrate(
         )
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
         searcher = _tune_searcher(data_dir, tmp, index, home, retrievers, reporter)
-        engine = Engine(searcher, model)
+        engine = Engine.load(searcher, model)
         with reporter.stage("calibrating on held-out train claims", total=len(tune_claims)) as adv:
             pred = pe.predict(engine, tune_claims, perspectives, progress=adv)
         calibrate_and_tune(model, pred)
@@ -206,10 +206,10 @@ def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     """Fit only the unclear margin (Decisions.stance_unclear) of a saved pair model on the tune
     claims' gold perspectives, keeping every other decision: `make models` step "unclear". The
     full calibration fits it too; this step gives a calibrated model the margin in minutes."""
-    model = PairModel.load(model_dir)
+    model = factory.load(["pair"], factory.TORCH, model_dir).pair
     side = Decisions.from_manifest(model.manifest).stance_side
     claims = tune_claims_of(data_dir)[0]
-    support = StanceScorer(model, stance_trunk.load_for(model.manifest, model.origin))
+    support = StanceScorer(model, factory.load(["trunk"], factory.TORCH, model).trunk)
     rows = rv.stance_rows(support, claims, load_perspectives(data_dir))
     margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)
     model.manifest["thresholds"]["stance_unclear"] = margin
@@ -231,11 +231,11 @@ def refit_verdict(
     from dataclasses import replace
 
     reporter = reporter or NullReporter()
-    model = PairModel.load(model_dir)
+    model = factory.load(["pair"], factory.TORCH, model_dir).pair
     claims = tune_claims_of(data_dir)[0]
     with tempfile.TemporaryDirectory(prefix="perspect-verdict-") as tmp:
         searcher = _tune_searcher(data_dir, tmp, index, home, ("bm25", "dense"), reporter)
-        engine = Engine(searcher, model)
+        engine = Engine.load(searcher, model)
         with reporter.stage("linking the tune claims' evidence", total=len(claims)) as adv:
             pred = pe.predict(
                 engine, claims, load_perspectives(data_dir), tasks=("evidence",), progress=adv
@@ -287,7 +287,7 @@ def train(
 
         def run(claims, label: str):
             """The evaluation pipeline over `claims`, as `perspect eval` runs it."""
-            engine = Engine(searcher, model)
+            engine = Engine.load(searcher, model)
             with reporter.stage(label, total=len(claims)) as adv:
                 # every head the model has: a continued model keeps its other heads' decisions
                 every = model.manifest["tasks"]

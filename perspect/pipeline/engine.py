@@ -8,7 +8,8 @@
     news (pipeline.news)            claim + top clusters -> NewsItems (ClaimDiff)
     order (pipeline.order)          clusters -> sides interleaved, coverage
 
-This module loads the models into those stages and runs them in that order. Progress goes to a
+This module puts the models (loaded by perspect.reranker.factory, as `EngineConfig.serving`
+says) into those stages and runs them in that order. Progress goes to a
 callback (the TUI's worker) and a `threading.Event` cancels between stages.
 """
 
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -32,15 +34,21 @@ from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
 from perspect.pipeline.stance import StanceScorer
-from perspect.reranker import stance_trunk
-from perspect.reranker.comparator import Comparator
-from perspect.reranker.equivalence_ce import load_for
+from perspect.reranker import factory
+from perspect.reranker.factory import Models
 from perspect.reranker.model import PairModel
 from perspect.reranker.relation_judge import RelationJudge
 from perspect.retriever.base import VectorBackend
 from perspect.retriever.searcher import MAX_K, Searcher
 
-__all__ = ["Cancelled", "Engine", "EngineConfig", "ProgressCallback", "fast_config"]
+__all__ = [
+    "PAIR_MODELS",
+    "Cancelled",
+    "Engine",
+    "EngineConfig",
+    "ProgressCallback",
+    "fast_config",
+]
 
 ProgressCallback = Callable[[str, float], None]  # (stage description, fraction done 0..1)
 
@@ -88,7 +96,17 @@ class EngineConfig:
     # Sentence-sentence pairs (perspect compare) are gated lower: see CompareConfig.
     news_min_similarity: float = 0.5
 
+    def serving(self) -> factory.Serving:
+        """How the models are served under this configuration (the factory's `Serving`)."""
+        return factory.Serving(
+            onnx=self.runtime == "onnx",
+            int8=self.quantize,
+            int8_equivalence=self.quantize_equivalence,
+        )
 
+
+# the models a search scores with: the pair model and those its manifest names
+PAIR_MODELS = ("pair", "equivalence", "trunk")
 FAST_EQUIVALENCE_PAIRS = 24
 
 
@@ -114,35 +132,22 @@ class Engine:
     def __init__(
         self,
         searcher: Searcher,
-        model: PairModel,
+        models: Models,
         config: EngineConfig | None = None,
         decisions: Decisions | None = None,
-        comparator: Comparator | None = None,
     ):
-        """`decisions`: the fitted cuts and stacks; by default those saved with the model.
-        `comparator`: the ClaimDiff model that ties news sentences to the claim (None: no news)."""
+        """`models`: the pair model and what it names, and the ClaimDiff comparator that ties news
+        sentences to the claim (None: no news), loaded by the factory as `config.serving()`
+        says (`Engine.load` does both). `decisions`: the fitted cuts and stacks; by default
+        those saved with the pair model."""
+        if models.pair is None:
+            raise ModelError("the engine needs a pair model", hint="perspect models verify")
         self.searcher = searcher
         self.config = cfg = config or EngineConfig()
-        onnx = cfg.runtime == "onnx"
-        q = cfg.quantize
-        # int8: ONNX Runtime's per-channel copy of the graph; PyTorch's int8 on runtime "torch"
-        # or where no graph can be made
-        if onnx:
-            model = model.for_inference(int8=q)
-        elif model.net is None:  # a model served by ONNX Runtime, asked for PyTorch
-            model = PairModel.load(model.origin)
-        self.model = model.quantized() if q and not model.manifest.get("quantized") else model
-        self.decisions = decisions or Decisions.from_manifest(model.manifest)
-        q_eq = q if cfg.quantize_equivalence is None else cfg.quantize_equivalence
-        ce = load_for(model.manifest, model.origin, serving=onnx, int8=q_eq)
-        if ce is not None and onnx:
-            ce = ce.for_inference(int8=q_eq)
-        if ce is not None and q_eq and not ce.manifest.get("quantized"):
-            ce = ce.quantized()
-        self.equivalence_ce = ce
-        if comparator is not None and onnx:
-            comparator = comparator.for_inference()
-        self.comparator = comparator
+        self.model = models.pair
+        self.decisions = decisions or Decisions.from_manifest(self.model.manifest)
+        self.equivalence_ce = ce = models.equivalence
+        self.comparator = models.comparator
         eq = self.decisions.stack("equivalence")
         if eq is not None and "ce" in eq.features and not self.equivalence_ce:
             raise ModelError(
@@ -150,15 +155,15 @@ class Engine:
                 "does not name",
                 hint="perspect train --task calibrate --equivalence-model models/equivalence",
             )
-        trunk = stance_trunk.load_for(model.manifest, model.origin, serving=onnx, int8=q and onnx)
+        trunk = models.trunk
         self.stance = StanceScorer(self.model, trunk, searcher)
         # the relation model (a trunk with an inference head) decides evidence verdicts, cited
         # reasons and news relations under its fitted cuts
         self.relation = trunk if trunk is not None and "nli" in trunk.heads else None
         # news relations from the relation model where it has fitted news cuts (an index with
         # news: `comparator` is given), else from the ClaimDiff comparator
-        judge = RelationJudge.of(self.relation) if comparator is not None else None
-        self.comparator = comparator = judge or self.comparator
+        judge = RelationJudge.of(self.relation) if self.comparator is not None else None
+        self.comparator = judge or self.comparator
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
         self.corrections = Corrections(searcher.dir.root)
         self.clusters = Clusters(
@@ -179,13 +184,28 @@ class Engine:
         )
         self.news_stage = News(
             searcher,
-            comparator,
+            self.comparator,
             cfg.news_candidates,
             cfg.fusion_depth,
             cfg.rrf_k,
             cfg.news_max,
             cfg.news_min_similarity,
         )
+
+    @classmethod
+    def load(
+        cls,
+        searcher: Searcher,
+        pair: PairModel | str | Path | None = None,
+        config: EngineConfig | None = None,
+        news: bool = False,
+    ) -> Engine:
+        """The engine over the pair model `pair` (a folder, default the bundle's, or a model in
+        memory) and the models it names, loaded by the factory as `config` serves them; `news`:
+        with the bundle's comparator where it has one."""
+        config = config or EngineConfig()
+        want = PAIR_MODELS + (("comparator",) if news else ())
+        return cls(searcher, factory.load(want, config.serving(), pair), config)
 
     # -- the whole search --------------------------------------------------------------------------
     def search(

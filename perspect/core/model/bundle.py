@@ -227,7 +227,7 @@ def verify(entry: BundleEntry, graphs: bool = True) -> list[str]:
     from perspect.core.model import onnxrt
 
     for graph in sorted((entry.folder / "onnx").glob("*.onnx")) if graphs else []:
-        if len(_read_lines(onnxrt._stamp_path(graph))) == 1:
+        if len(_read_lines(onnxrt.stamp_path(graph))) == 1:
             continue  # stamped before graphs were checksummed: never served, made again first
         problem = onnxrt.graph_problem(graph)
         if problem is not None:

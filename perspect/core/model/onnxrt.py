@@ -83,20 +83,22 @@ def ready(folder: str | Path, name: str, fingerprint: str) -> bool:
 # made from, and the sha256 of the graph as it was written. Why the second: the checksums of a
 # bundle cover its weights, while the graph (or its optimized copy) is what a search runs; an
 # edited graph passed `perspect models verify` and changed the answers.
-def _stamp_path(graph: Path) -> Path:
+def stamp_path(graph: Path) -> Path:
+    """The file beside a graph that holds its weights' fingerprint and its own sha256 (read by
+    perspect.core.model.bundle.verify too)."""
     return graph.with_name(graph.name + ".fingerprint")
 
 
 def _stamped(graph: Path, fingerprint: str) -> bool:
     try:
-        lines = _stamp_path(graph).read_text().split()
+        lines = stamp_path(graph).read_text().split()
     except OSError:
         return False
     return len(lines) == 2 and lines[0] == fingerprint
 
 
 def _stamp(graph: Path, fingerprint: str) -> None:
-    _stamp_path(graph).write_text(f"{fingerprint}\n{_sha256(graph)}\n")
+    stamp_path(graph).write_text(f"{fingerprint}\n{_sha256(graph)}\n")
 
 
 def _sha256(path: Path) -> str:
@@ -113,7 +115,7 @@ def graph_problem(graph: Path) -> str | None:
     """What is wrong with a made graph (None: it matches the checksum recorded when it was
     made): what `perspect models verify` reports and loading refuses."""
     try:
-        lines = _stamp_path(graph).read_text().split()
+        lines = stamp_path(graph).read_text().split()
     except OSError:
         return f"{graph} has no stamp (its checksum is unknown)"
     if len(lines) != 2:
@@ -135,7 +137,7 @@ def _verified(graph: Path) -> None:
     st = graph.stat()
     key = f"{graph.resolve()}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|{st.st_ctime_ns}"
     try:
-        want = _stamp_path(graph).read_text().split()[1]
+        want = stamp_path(graph).read_text().split()[1]
     except (OSError, IndexError):
         want = ""
     memo = paths.cache_dir() / "graph-sha256.json"

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from perspect.core.errors import ModelError
+from perspect.reranker import factory
 from perspect.reranker.model import PairModel
 
 
@@ -26,7 +27,7 @@ def average(folders: Sequence[str | Path], out: str | Path) -> PairModel:
     list it was averaged from."""
     if len(folders) < 2:
         raise ModelError("averaging needs at least two models", hint="--models A B")
-    models = [PairModel.load(f) for f in folders]
+    models = [factory.load(["pair"], factory.TORCH, f).pair for f in folders]
     first = models[0]
     states = [m.net.state_dict() for m in models]
     for f, m, sd in zip(folders, models, states, strict=True):
