@@ -24,11 +24,12 @@ from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.index.layout import IndexDir
 from perspect.core.index.links import LINKS
-from perspect.core.index.stance_states import States, dequantize, quantize
+from perspect.core.index.stance_states import States, quantize
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.types import POOLS, Item
-from perspect.indexer.links import JUDGED, KEEP, Links, compute, with_relations, with_sentences
+from perspect.indexer.judged_links import judge_links
+from perspect.indexer.links import KEEP, Links, compute, with_sentences
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import ReadReport, read_pool
 from perspect.reranker import factory, stance_trunk
@@ -268,7 +269,9 @@ class Indexer:
                 manifest["config"]["stance_states"] = True
                 if not had:
                     self._states(version, manifest, None)
-                self._judge_links(version, manifest)  # the relation model's, where it has one
+                judge_links(
+                    version, manifest, self.reporter
+                )  # the relation model's, where it has one
                 manifest["operations"].append({"op": "stance-states", "at": mf.now()})
                 mf.save(version, manifest)
             except BaseException:
@@ -279,15 +282,12 @@ class Indexer:
 
     def _states_current(self, version: Path) -> bool:
         """Whether `version` stores every perspective's states under the bundled trunk's key."""
-        if not States.exists(version / "perspectives"):
-            return False
-        folder = stance_trunk.bundled()
-        if folder is None:
+        if not States.exists(version / "perspectives") or stance_trunk.bundled() is None:
             return False
         states = States(version / "perspectives")
         store = ItemStore(version / "perspectives", readonly=True)
         try:
-            key = stance_trunk.StanceTrunk.load(folder).states_key
+            key = factory.load(["trunk"], factory.TORCH).trunk.states_key
             return states.key == key and states.count() == store.count()
         finally:
             states.close()
@@ -464,9 +464,9 @@ class Indexer:
             fresh = op == "build" or not States.exists(version / "perspectives")
             self._states(version, manifest, None if fresh else by_pool["perspectives"])
         if "evidence" in by_pool or op == "build":
-            self._judge_links(version, manifest)
+            judge_links(version, manifest, self.reporter)
         elif "perspectives" in by_pool:
-            self._judge_links(version, manifest, [it.id for it in by_pool["perspectives"]])
+            judge_links(version, manifest, self.reporter, [it.id for it in by_pool["perspectives"]])
         manifest["libraries"] = mf.library_versions(libs)
         mf.save(version, manifest)
         return WriteReport(
@@ -535,48 +535,6 @@ class Indexer:
         links.close()
         for b in ev.values():
             b.close()
-
-    def _judge_links(
-        self, version: Path, manifest: dict[str, Any], pids: list[str] | None = None
-    ) -> None:
-        """The relation model's reading of each link's cited sentence against its perspective
-        (indexer.links.with_relations), over the perspectives' stored lower states: what makes
-        a paragraph "supports" / "contradicts" and a sentence a reason. Skipped where the bundle
-        has no relation model (a trunk without an inference head) or the index no states."""
-        if not Links.exists(version) or not States.exists(version / "perspectives"):
-            return
-        folder = stance_trunk.bundled()
-        if folder is None or "nli" not in (stance_trunk.read(folder).get("heads") or {}):
-            return
-        t0 = time.perf_counter()
-        links = Links(version, readonly=False)
-        if pids is None:
-            pids = [p for (p,) in links.db.execute("SELECT DISTINCT pid FROM links")]
-        got = links.get(pids)
-        states = States(version / "perspectives")
-        if states.key is None:
-            states.close()
-            links.close()
-            return
-        persp = {p: dequantize(q, sc) for p, (q, sc) in states.get_many(pids).items()}
-        states.close()
-        eids = sorted({x.evidence_id for ls in got.values() for x in ls[:JUDGED]})
-        evs = ItemStore(version / "evidence", readonly=True)
-        texts = {e: it.text for e, it in evs.get_many(eids).items()}
-        evs.close()
-        with self.reporter.stage("loading the relation model"):
-            trunk = stance_trunk.StanceTrunk.load(folder)
-        n = len({texts[x.evidence_id][x.why[0] : x.why[1]] for ls in got.values()
-                 for x in ls[:JUDGED] if x.why and x.evidence_id in texts})  # fmt: skip
-        with self.reporter.stage("judging cited sentences", total=n) as adv:
-            rows = with_relations(got, persp, texts, trunk, progress=adv)
-        links.judge(rows)
-        links.close()
-        manifest.setdefault("links", {})["judged"] = {
-            "links": len(rows),
-            "per_perspective": JUDGED,
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
 
     def _states(self, version: Path, manifest: dict[str, Any], items: list[Item] | None) -> None:
         """Store the stance trunk's lower-layer states of `items` (None: of every perspective):
