@@ -30,7 +30,7 @@ from perspect.core import bundle, paths
 from perspect.core import manifest as mf
 from perspect.core.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.corrections import Correction, Corrections
-from perspect.core.errors import Cancelled, PerspectError
+from perspect.core.errors import Cancelled, IndexDamaged, IndexNotFound, PerspectError
 from perspect.core.layout import IndexDir, list_indexes
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.result import Coverage, SearchResult
@@ -513,10 +513,20 @@ def rebuild_index(
 def index_status(
     name: str | None = None, home: str | Path | None = None
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """The home folder and the manifest of each index in it (or of `name`)."""
+    """The home folder and the manifest of each index in it (or of `name`). A damaged index (an
+    unreadable or altered manifest, a live version gone) is one row `{"name", "damaged", "hint"}`
+    instead of failing the whole list; an unknown `name` is IndexNotFound."""
     root = resolve_home(home)
-    names = [check_name(name)] if name else list_indexes(root)
-    return root, [mf.load(IndexDir(root, n).current()) for n in names]
+    if name:
+        IndexDir(root, check_name(name)).current()  # an unknown index is refused
+    names = [name] if name else list_indexes(root)
+    rows: list[dict[str, Any]] = []
+    for n in names:
+        try:
+            rows.append(mf.load(IndexDir(root, n).current()))
+        except (IndexDamaged, IndexNotFound) as e:
+            rows.append({"name": n, "damaged": e.message, "hint": e.hint})
+    return root, rows
 
 
 def _resolved(model: str) -> str:
