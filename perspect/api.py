@@ -466,15 +466,20 @@ def add_news(
     home: str | Path | None = None,
     reporter: Reporter | None = None,
     timeout: float = 10.0,
+    budget: float | None = None,
     wait: float = 60.0,
 ) -> NewsReport:
     """Fetch pages and RSS/Atom feeds (URLs) or take article objects, de-duplicate them by URL
     and text, and add the new ones to the news pool of `name` (perspect.indexer.web_news). A
     dead URL, a page that is not HTML or an empty article is one outcome of the report; the
-    rest still goes in. `wait`: seconds to wait for another writer of the index."""
+    rest still goes in; a URL already indexed is not fetched. `timeout`: seconds per URL (the
+    whole fetch); `budget`: seconds for all the fetching (None: no limit), what it leaves is
+    one "skipped" outcome each; `wait`: seconds to wait for another writer of the index."""
     from perspect.indexer.web_news import add_news as run
 
-    return run(name, inputs, home=home, reporter=reporter, timeout=timeout, wait=wait)
+    return run(
+        name, inputs, home=home, reporter=reporter, timeout=timeout, budget=budget, wait=wait
+    )
 
 
 def delete_from_index(

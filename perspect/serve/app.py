@@ -159,6 +159,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                 req.articles,
                 home=config.home,
                 timeout=config.fetch_timeout_s,
+                budget=config.time_budget_s,  # for fetching; the write is not cut short
                 wait=config.writer_wait_s,
             ),
         )
