@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perspect.core.errors import IndexDamaged, PerspectError, environment_error
+from perspect.core.errors import PerspectError, environment_error
 from perspect.core.index import integrity
 from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
@@ -28,6 +28,7 @@ from perspect.core.index.stance_states import States, quantize
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.types import POOLS, Item
+from perspect.indexer.check_search import check_in_child
 from perspect.indexer.judged_links import judge_links
 from perspect.indexer.links import KEEP, Links, compute, with_sentences
 from perspect.indexer.news import read_news
@@ -298,11 +299,14 @@ class Indexer:
         """Seal `version` (every file's checksum), make it answer a search over each retriever
         of the pools the write changed (all with `pools` None), and only then swap it in and
         tell each backend (an Elasticsearch alias moves here). A version that fails its check is
-        removed: the live one stays as it was."""
+        removed: the live one stays as it was. Why the check: an update that broke PLAID was
+        only found by the next user's search, after the previous version was gone."""
         try:
             manifest = mf.seal(version)
-            self._check_search(
-                version, manifest, list(manifest["pools"]) if pools is None else pools
+            # in a child process: a check that crashes (a native library over a bad file) must
+            # not take the writer with it (indexer.check_search)
+            check_in_child(
+                self.name, version, manifest, list(manifest["pools"]) if pools is None else pools
             )
         except BaseException:
             shutil.rmtree(version, ignore_errors=True)
@@ -320,52 +324,6 @@ class Indexer:
                             f"{version.name} is live, but {pool}/{kind} was not announced: {e}",
                             hint="run the same write again once the cause is fixed",
                         ) from None
-
-    def _check_search(self, version: Path, manifest: dict[str, Any], pools: Sequence[str]) -> None:
-        """Open what a reader opens, from disk, and search each retriever of `pools` with the
-        text of a stored item: every hit must be a stored item and each retriever must hold as
-        many items as the store. Why: an update that broke PLAID was only found by the next
-        user's search, after the previous version was gone."""
-        cfg = IndexConfig.from_json(manifest["config"])
-        for pool in pools:
-            if pool not in manifest["pools"]:
-                continue
-            integrity.check(version, manifest, pool)
-            store = ItemStore(version / pool, readonly=True)
-            try:
-                n = store.count()
-                probe = next(iter(store), None)
-                for kind in cfg.for_pool(pool):
-                    opts = cfg.backends.get(kind, {})
-                    if opts.get("engine", "embedded") != "embedded":
-                        continue
-                    b = backend_class(kind, opts).open(version / pool / kind, opts)
-                    try:
-                        held = b.count()
-                        hits = b.search(probe.text, min(10, n)) if probe is not None else []
-                    except PerspectError:
-                        raise
-                    except Exception as e:
-                        raise IndexDamaged(
-                            f"index {self.name!r}: the new version's {pool}/{kind} failed its "
-                            f"check search ({type(e).__name__}: {e}); the live version is unchanged",
-                            hint=f"rebuild it: perspect index rebuild --name {self.name} "
-                            f"--retriever {kind}",
-                        ) from None
-                    finally:
-                        b.close()
-                    stray = {i for i, _ in hits} - store.existing([i for i, _ in hits])
-                    if held != n or stray:
-                        raise IndexDamaged(
-                            f"index {self.name!r}: the new version's {pool}/{kind} holds {held} "
-                            f"items where the store holds {n}"
-                            + (f" and answers unknown ids {sorted(stray)[:3]}" if stray else "")
-                            + "; the live version is unchanged",
-                            hint=f"rebuild it: perspect index rebuild --name {self.name} "
-                            f"--retriever {kind}",
-                        )
-            finally:
-                store.close()
 
     def _read_all(self, sources: Sequence[Source]) -> list[tuple[Source, ReadReport]]:
         out = []

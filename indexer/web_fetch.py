@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,14 @@ MAX_PAGE_BYTES = 5 * 1024 * 1024
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
 XML_TYPES = ("application/xml", "text/xml")
-STATUSES = ("added", "duplicate", "dead", "not_html", "empty", "bad")
-LABELS = {"dead": "dead URL", "not_html": "not HTML", "empty": "empty article", "bad": "bad input"}
+STATUSES = ("added", "duplicate", "dead", "not_html", "empty", "bad", "skipped")
+LABELS = {
+    "dead": "dead URL",
+    "not_html": "not HTML",
+    "empty": "empty article",
+    "bad": "bad input",
+    "skipped": "not fetched",
+}
 
 
 @dataclass(frozen=True)
@@ -110,14 +117,41 @@ class FetchError(Exception):
         self.status, self.detail = status, detail
 
 
-def fetch(client, url: str) -> Fetched:
-    """GET `url` (redirects followed, at most MAX_PAGE_BYTES); FetchError("dead" | "bad")."""
-    import httpx
+def fetch(client, url: str, seconds: float = 10.0) -> Fetched:
+    """GET `url` (redirects followed, at most MAX_PAGE_BYTES) within `seconds` in all:
+    FetchError("dead" | "bad" | "not_html") otherwise.
 
+    Why a budget of its own: httpx's timeout bounds each wait, not the fetch, so a server that
+    sends a byte every few seconds held an add for as long as it liked. The fetch runs on a
+    thread that is given up once the budget is spent (a name lookup cannot be interrupted), and
+    the thread itself stops reading at the deadline."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise FetchError("bad", "not an http(s) URL")
+    deadline = time.monotonic() + seconds
+    box: list[Fetched | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(_get(client, url, deadline, seconds))
+        except BaseException as e:
+            box.append(e)
+
+    t = threading.Thread(target=run, name="perspect-fetch", daemon=True)
+    t.start()
+    t.join(seconds + 0.5)  # the thread's own deadline check answers first, normally
+    if not box:
+        raise FetchError("dead", f"took longer than its {seconds:g} s budget")
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
+
+
+def _get(client, url: str, deadline: float, seconds: float) -> Fetched:
+    import httpx
+
+    over = FetchError("dead", f"took longer than its {seconds:g} s budget")
     try:
-        with client.stream("GET", url) as r:
+        with client.stream("GET", url, timeout=max(0.05, deadline - time.monotonic())) as r:
             if r.status_code >= 400:
                 raise FetchError("dead", f"HTTP {r.status_code}")
             body = b""
@@ -125,10 +159,12 @@ def fetch(client, url: str) -> Fetched:
                 body += chunk
                 if len(body) > MAX_PAGE_BYTES:
                     raise FetchError("not_html", f"over {MAX_PAGE_BYTES // 2**20} MiB")
+                if time.monotonic() > deadline:
+                    raise over
             ctype = r.headers.get("content-type", "").split(";")[0].strip().lower()
             return Fetched(str(r.url), ctype, body)
     except httpx.TimeoutException:
-        raise FetchError("dead", "timed out") from None
+        raise over from None  # each wait was given what was left of the budget
     except httpx.ConnectError as e:
         raise FetchError("dead", f"cannot connect ({_reason(e)})") from None
     except httpx.HTTPError as e:

@@ -3,12 +3,14 @@
 Each input is a URL (an HTML page, or a feed whose entries' links are fetched in turn) or an
 article object (`title`, `outlet`/`source`, `date`, `url`, `text`, optional `id`). Pages go through
 trafilatura (main text, title, date, site name), feeds through feedparser; nothing here parses
-HTML by hand. Articles are de-duplicated by URL and by a hash of their text, within the batch and
-against the news already indexed, then written as one JSONL source through `Indexer.add`: the
+HTML by hand. A URL the news pool already holds is not fetched again. Articles are de-duplicated
+by URL and by a hash of their text, within the batch and against the news already indexed (indexed
+lookups, not scans of the pool), then written as one JSONL source through `Indexer.add`: the
 same sentence splitting, checks, copy-on-write version and writer lock as `perspect index add
 --news`, so readers keep answering from the version they hold while an add runs. A dead URL, a
 page that is not HTML or an article too short to be one is one line of the report; the rest
-still goes in.
+still goes in. Each URL has a time budget, the whole fetch included, and so has the add: what
+the add's budget leaves unfetched is one "skipped" line each.
 """
 
 from __future__ import annotations
@@ -98,17 +100,75 @@ def from_object(rec: Any, where: str) -> Article | Outcome:
     )
 
 
+NOT_FETCHED = "URL already indexed, not fetched"
+
+
+class _Indexed:
+    """Lookups in the live news pool while an add fetches: a URL found there is not fetched
+    again. Both are indexed lookups (the news store indexes `url` and `content_hash`:
+    perspect.core.index.store), not scans of the pool; the live version is leased meanwhile."""
+
+    def __init__(self, home: Path, name: str):
+        self.lease = IndexDir(home, name).lease()
+        folder = self.lease.version / "news"
+        self.store = (
+            ItemStore(folder, readonly=True) if (folder / ItemStore.FILENAME).is_file() else None
+        )
+
+    def urls(self, urls: Sequence[str]) -> set[str]:
+        """The canonical forms of those of `urls` the pool holds (as given or canonical)."""
+        if self.store is None or not urls:
+            return set()
+        asked = sorted({v for u in urls for v in (u, canonical_url(u))})
+        return {canonical_url(u) for u in self.store.metadata_values("url", asked)}
+
+    def hashes(self, hashes: Sequence[str]) -> set[str]:
+        if self.store is None or not hashes:
+            return set()
+        return self.store.metadata_values("content_hash", sorted(set(hashes)))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        self.lease.release()
+
+
+class _Budget:
+    """The whole add's time budget for fetching, and each URL's."""
+
+    def __init__(self, per_url: float, total: float | None):
+        self.per_url, self.total = per_url, total
+        self.deadline = None if total is None else time.monotonic() + total
+
+    def left(self) -> float | None:
+        """Seconds for the next fetch (None: the add's budget is spent)."""
+        if self.deadline is None:
+            return self.per_url
+        left = self.deadline - time.monotonic()
+        return min(self.per_url, left) if left > 0 else None
+
+    def spent(self, url: str, title: str | None = None) -> Outcome:
+        return Outcome(url, "skipped", f"the add's {self.total:g} s budget ran out", title=title)
+
+
 def collect(
     inputs: Sequence[str | dict[str, Any]],
     timeout: float = 10.0,
     reporter: Reporter | None = None,
+    budget: float | None = None,
+    indexed: _Indexed | None = None,
 ) -> tuple[list[Article], list[Outcome]]:
-    """Fetch and extract every input. One failure never stops the others."""
+    """Fetch and extract every input, each URL within `timeout` seconds and all of them within
+    `budget` (None: no limit): what is left when it runs out is one "skipped" outcome each. A
+    URL that `indexed` holds is a "duplicate" outcome, not fetched. One failure never stops the
+    others."""
     import httpx
 
     reporter = reporter or NullReporter()
     articles: list[Article] = []
     outcomes: list[Outcome] = []
+    clock = _Budget(timeout, budget)
+    seen = set() if indexed is None else indexed.urls([i for i in inputs if isinstance(i, str)])
     headers = {"User-Agent": "perspect-news/0.1 (+https://github.com/perspect)"}
     with (
         httpx.Client(timeout=timeout, follow_redirects=True, headers=headers) as client,
@@ -116,7 +176,11 @@ def collect(
     ):
         for i, item in enumerate(inputs):
             if isinstance(item, str):
-                _collect_url(client, item.strip(), articles, outcomes, reporter)
+                url = item.strip()
+                if url and canonical_url(url) in seen:
+                    outcomes.append(Outcome(url, "duplicate", NOT_FETCHED))
+                else:
+                    _collect_url(client, url, clock, indexed, articles, outcomes, reporter)
             else:
                 got = from_object(item, f"article {i + 1}")
                 (articles if isinstance(got, Article) else outcomes).append(got)
@@ -124,9 +188,13 @@ def collect(
     return articles, outcomes
 
 
-def _collect_url(client, url, articles, outcomes, reporter) -> None:
+def _collect_url(client, url, clock, indexed, articles, outcomes, reporter) -> None:
+    seconds = clock.left()
+    if seconds is None:
+        outcomes.append(clock.spent(url))
+        return
     try:
-        page = fetch(client, url)
+        page = fetch(client, url, seconds)
     except FetchError as e:
         outcomes.append(Outcome(url, e.status, e.detail))
         return
@@ -141,12 +209,19 @@ def _collect_url(client, url, articles, outcomes, reporter) -> None:
     if not entries:
         outcomes.append(Outcome(url, "empty", f"feed {title!r} has no entries with a link"))
         return
+    known = set() if indexed is None else indexed.urls([link for link, _ in entries])
     with reporter.stage(f"feed {title}", total=len(entries)) as advance:
         for link, meta in entries:
-            try:
-                got = extract_page(fetch(client, link), meta)
-            except FetchError as e:
-                got = Outcome(link, e.status, e.detail, title=meta.get("title"))
+            seconds = clock.left()
+            if canonical_url(link) in known:
+                got = Outcome(link, "duplicate", NOT_FETCHED, title=meta.get("title"))
+            elif seconds is None:
+                got = clock.spent(link, meta.get("title"))
+            else:
+                try:
+                    got = extract_page(fetch(client, link, seconds), meta)
+                except FetchError as e:
+                    got = Outcome(link, e.status, e.detail, title=meta.get("title"))
             (articles if isinstance(got, Article) else outcomes).append(got)
             advance(1)
 
@@ -177,28 +252,6 @@ def dedupe(
     return keep, dropped
 
 
-def indexed(home: Path, name: str, articles: Sequence[Article]) -> tuple[set[str], set[str]]:
-    """The URLs (canonical) and content hashes among `articles` that the live news pool holds."""
-    d = IndexDir(home, name)
-    lease = d.lease()
-    try:
-        folder = lease.version / "news"
-        if not (folder / ItemStore.FILENAME).is_file():
-            return set(), set()
-        store = ItemStore(folder, readonly=True)
-        try:
-            raw_urls = {u for a in articles if a.url for u in (a.url, canonical_url(a.url))}
-            urls = store.metadata_values("url", sorted(raw_urls))
-            hashes = store.metadata_values(
-                "content_hash", sorted({a.content_hash for a in articles})
-            )
-        finally:
-            store.close()
-    finally:
-        lease.release()
-    return {canonical_url(u) for u in urls}, hashes
-
-
 def add_news(
     name: str,
     inputs: Sequence[str | dict[str, Any]],
@@ -206,20 +259,35 @@ def add_news(
     home: str | Path | None = None,
     reporter: Reporter | None = None,
     timeout: float = 10.0,
+    budget: float | None = None,
     wait: float = 60.0,
     on_write: Callable[[], None] | None = None,
 ) -> NewsReport:
     """Fetch, extract and de-duplicate `inputs`, then add the new articles to the news pool of
-    index `name`. `wait`: seconds to wait for another writer of the index (IndexBusy after)."""
+    index `name`. `timeout`: seconds per URL, the whole fetch; `budget`: seconds for fetching
+    them all (None: no limit; the write that follows is not cut short); `wait`: seconds to wait
+    for another writer of the index (IndexBusy after)."""
     from perspect.indexer.indexer import Indexer, Source
 
     if not inputs:
         raise PerspectError("no news to add", hint="pass URLs of pages or feeds, or articles")
+    for what, value in (("timeout", timeout), ("budget", budget)):
+        if value is not None and not value > 0:
+            raise PerspectError(f"the {what} must be a positive number of seconds, got {value}")
     root = resolve_home(home)
     d = IndexDir(root, check_name(name))
     live = d.current().name  # an unknown index is refused before anything is fetched
-    articles, outcomes = collect(inputs, timeout=timeout, reporter=reporter)
-    urls, hashes = indexed(root, name, articles)
+    known = _Indexed(root, name)
+    try:
+        articles, outcomes = collect(inputs, timeout, reporter, budget, known)
+    finally:
+        known.close()
+    known = _Indexed(root, name)  # the live version now: another add may have published
+    try:
+        urls = known.urls([a.url for a in articles if a.url])
+        hashes = known.hashes([a.content_hash for a in articles])
+    finally:
+        known.close()
     fresh, dropped = dedupe(articles, urls, hashes)
     outcomes += dropped
     if not fresh:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perspect.core import paths
-from perspect.core.errors import Cancelled, PerspectError
+from perspect.core.errors import Cancelled, IndexDamaged, IndexNotFound, PerspectError
 from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.index.corrections import Correction, Corrections
@@ -450,15 +450,20 @@ def add_news(
     home: str | Path | None = None,
     reporter: Reporter | None = None,
     timeout: float = 10.0,
+    budget: float | None = None,
     wait: float = 60.0,
 ) -> NewsReport:
     """Fetch pages and RSS/Atom feeds (URLs) or take article objects, de-duplicate them by URL
     and text, and add the new ones to the news pool of `name` (perspect.indexer.web_news). A
     dead URL, a page that is not HTML or an empty article is one outcome of the report; the
-    rest still goes in. `wait`: seconds to wait for another writer of the index."""
+    rest still goes in; a URL already indexed is not fetched. `timeout`: seconds per URL (the
+    whole fetch); `budget`: seconds for all the fetching (None: no limit), what it leaves is
+    one "skipped" outcome each; `wait`: seconds to wait for another writer of the index."""
     from perspect.indexer.web_news import add_news as run
 
-    return run(name, inputs, home=home, reporter=reporter, timeout=timeout, wait=wait)
+    return run(
+        name, inputs, home=home, reporter=reporter, timeout=timeout, budget=budget, wait=wait
+    )
 
 
 def delete_from_index(
@@ -497,10 +502,20 @@ def rebuild_index(
 def index_status(
     name: str | None = None, home: str | Path | None = None
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """The home folder and the manifest of each index in it (or of `name`)."""
+    """The home folder and the manifest of each index in it (or of `name`). A damaged index (an
+    unreadable or altered manifest, a live version gone) is one row `{"name", "damaged", "hint"}`
+    instead of failing the whole list; an unknown `name` is IndexNotFound."""
     root = resolve_home(home)
-    names = [check_name(name)] if name else list_indexes(root)
-    return root, [mf.load(IndexDir(root, n).current()) for n in names]
+    if name:
+        IndexDir(root, check_name(name)).current()  # an unknown index is refused
+    names = [name] if name else list_indexes(root)
+    rows: list[dict[str, Any]] = []
+    for n in names:
+        try:
+            rows.append(mf.load(IndexDir(root, n).current()))
+        except (IndexDamaged, IndexNotFound) as e:
+            rows.append({"name": n, "damaged": e.message, "hint": e.hint})
+    return root, rows
 
 
 def _resolved(model: str) -> str:

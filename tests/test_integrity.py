@@ -23,6 +23,7 @@ from perspect.core.index.layout import IndexDir
 from perspect.indexer.indexer import Indexer, Source
 
 from .conftest import EVIDENCE, PERSPECTIVES, perspect_cmd, write_json
+from .test_check_search_child import start_hook
 
 pytestmark = [pytest.mark.plaid, pytest.mark.slow]
 
@@ -249,12 +250,12 @@ def test_an_index_without_checksums_is_checksummed_at_first_open(indexes, tmp_pa
 def test_a_write_that_fails_its_check_search_is_not_published(indexes, tmp_path, monkeypatch):
     home = _copy(indexes, tmp_path)
     before = IndexDir(home, "plaid").current_name()
-    from perspect.retriever.colbert import ColBERTBackend
-
-    def broken(self, query, k):
-        raise RuntimeError("invalid centroid code")
-
-    monkeypatch.setattr(ColBERTBackend, "search", broken)
+    # the check search runs in a child process (indexer.check_search): break ColBERT's search
+    # there, through Python's start-up hook on the child's PYTHONPATH
+    hook = "from perspect.retriever.colbert import ColBERTBackend\n\n"
+    hook += "def broken(self, query, k):\n    raise RuntimeError('invalid centroid code')\n\n"
+    hook += "ColBERTBackend.search = broken\n"
+    monkeypatch.setenv("PYTHONPATH", start_hook(tmp_path / "hook", hook)["PYTHONPATH"])
     extra = write_json(tmp_path / "x.json", [{"id": "x1", "text": "tidal power is reliable"}])
     with pytest.raises(IndexDamaged, match=r"failed its check search.*live version is unchanged"):
         Indexer("plaid", home=home).add([Source("perspectives", extra, id_field="id")])

@@ -79,7 +79,7 @@ def test_the_same_article_by_url_or_by_text_is_a_duplicate(built, site, tmp_path
     (tmp_path / "site" / "copy.html").write_text((tmp_path / "site" / "animals.html").read_text())
     again = api.add_news("tiny", [url["animals"] + "#top", f"{base}/copy.html"], home=built)
     assert [o.status for o in again.outcomes] == ["duplicate", "duplicate"]
-    assert again.outcomes[0].detail == "URL already indexed"
+    assert again.outcomes[0].detail == "URL already indexed, not fetched"
     assert again.outcomes[1].detail == "same text already indexed"
     assert again.version == first.version  # nothing new: no write at all
     # within one batch too

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perspect.core import bundle
+from perspect.core.model import bundle
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 pytestmark = [

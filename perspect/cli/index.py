@@ -143,17 +143,20 @@ def cmd_index_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_index_status(args: argparse.Namespace) -> int:
+    """Every index of the home; a damaged one is listed as damaged (its error and fix), and the
+    command then exits 2 after printing the whole list, so a script notices it."""
     from rich.table import Table
 
     from perspect import api
 
     engine_args(args)
-    if args.name:
-        api.check_engine(args.name, args.backend, home=args.home)
     home, rows = api.index_status(args.name, args.home)
+    if args.name and args.backend and not rows[0].get("damaged"):
+        api.check_engine(args.name, args.backend, home=args.home)
+    damaged = [m for m in rows if m.get("damaged")]
     if args.json:
         print(json_text({"home": str(home), "indexes": rows}))
-        return 0
+        return 2 if damaged else 0
     if not rows:
         console().print(
             f"no indexes in {literal(home)}  (build one: perspect index build --name NAME "
@@ -164,6 +167,9 @@ def cmd_index_status(args: argparse.Namespace) -> int:
     for col in ("name", "version", "pool", "items", "retrievers", "sources", "updated"):
         t.add_column(col)
     for m in rows:
+        if m.get("damaged"):
+            t.add_row(literal(m["name"]), "", "[bold red]damaged[/]", "", "", "", "")
+            continue
         for i, (pool, e) in enumerate(m["pools"].items()):
             srcs = [Path(s["path"]).name for s in m["sources"] if s["pool"] == pool]
             t.add_row(
@@ -177,7 +183,12 @@ def cmd_index_status(args: argparse.Namespace) -> int:
                 m["updated_at"] if i == 0 else "",
             )
     console().print(t)
-    return 0
+    err = console(stderr=True)
+    for m in damaged:
+        err.print(f"[bold red]error:[/] {literal(m['damaged'])}", highlight=False, soft_wrap=True)
+        if m.get("hint"):
+            err.print(f"  [dim]hint:[/] {literal(m['hint'])}", soft_wrap=True)
+    return 2 if damaged else 0
 
 
 def register(sub) -> None:
@@ -246,7 +257,9 @@ def register(sub) -> None:
     add_home(d)
     add_backend(d)
     d.set_defaults(func=cmd_index_delete)
-    s = idx.add_parser("status", help="what is in each index")
+    s = idx.add_parser(
+        "status", help="what is in each index (a damaged one is marked; exit 2 then)"
+    )
     s.add_argument("--name")
     s.add_argument("--json", action="store_true")
     add_home(s)

@@ -7,7 +7,7 @@ import argparse
 from perspect.cli.common import add_home, console
 from perspect.core.presentation.render import json_text, literal
 
-STYLE = {"added": "green", "duplicate": "yellow"}
+STYLE = {"added": "green", "duplicate": "yellow", "skipped": "yellow"}
 
 
 def cmd_news_add(args: argparse.Namespace) -> int:
@@ -16,7 +16,12 @@ def cmd_news_add(args: argparse.Namespace) -> int:
 
     with RichReporter(quiet=args.quiet or args.json) as rep:
         report = api.add_news(
-            args.index, args.inputs, home=args.home, reporter=rep, timeout=args.timeout
+            args.index,
+            args.inputs,
+            home=args.home,
+            reporter=rep,
+            timeout=args.timeout,
+            budget=args.budget,
         )
     if args.json:
         print(json_text(report.to_json()))
@@ -43,7 +48,18 @@ def register(sub) -> None:
     )
     a.add_argument("inputs", nargs="+", metavar="URL", help="an article page or a feed URL")
     a.add_argument("--index", default="default")
-    a.add_argument("--timeout", type=float, default=10.0, help="seconds per fetch (default 10)")
+    a.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds per URL, the whole fetch (default 10)",
+    )
+    a.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        help="seconds for fetching everything (default 300); what is left is reported, not fetched",
+    )
     a.add_argument("--json", action="store_true", help="print the report as JSON")
     a.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     add_home(a)

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from perspect import api
-from perspect.core.errors import PerspectError
+from perspect.core.errors import IndexDamaged, PerspectError
 from perspect.core.index.config import check_name
 from perspect.core.types import POOLS
 from perspect.serve import errors
@@ -107,7 +107,9 @@ def create_app(config: ServeConfig) -> FastAPI:
             "home": str(home),
             "served": config.index,
             "indexes": [
-                {
+                {"name": m["name"], "damaged": m["damaged"]}
+                if m.get("damaged")
+                else {
                     "name": m["name"],
                     "version": m["version"],
                     "pools": {p: e["count"] for p, e in m["pools"].items()},
@@ -157,6 +159,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                 req.articles,
                 home=config.home,
                 timeout=config.fetch_timeout_s,
+                budget=config.time_budget_s,  # for fetching; the write is not cut short
                 wait=config.writer_wait_s,
             ),
         )
@@ -174,7 +177,9 @@ def run(config: ServeConfig) -> None:
     """Serve until interrupted. The index must exist (refused before anything starts)."""
     import uvicorn
 
-    api.index_status(config.index, config.home)
+    _, (row,) = api.index_status(config.index, config.home)
+    if row.get("damaged"):
+        raise IndexDamaged(row["damaged"], hint=row.get("hint"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     common = dict(
         host=config.host,

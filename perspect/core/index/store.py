@@ -22,6 +22,15 @@ CREATE TABLE IF NOT EXISTS items (
     metadata TEXT NOT NULL
 );
 """
+# Metadata a pool's writes index (SQLite expression indexes), for lookups by value without a
+# scan of the pool: a news add asks which of its URLs and texts (content hashes) are indexed.
+INDEXED_METADATA = {"news": ("url", "content_hash")}
+
+
+def _meta(key: str) -> str:
+    if not key.isidentifier():
+        raise ValueError(f"not a metadata key: {key!r}")
+    return f"json_extract(metadata, '$.{key}')"
 
 
 class ItemStore:
@@ -36,6 +45,10 @@ class ItemStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False)
             self._db.executescript(SCHEMA)
+            for key in INDEXED_METADATA.get(self.path.parent.name, ()):
+                # made once per store, kept by every later version (a store written before
+                # these indexes gets them at its next write; until then lookups scan)
+                self._db.execute(f"CREATE INDEX IF NOT EXISTS meta_{key} ON items ({_meta(key)})")
 
     def upsert(self, items: Sequence[Item]) -> int:
         """Insert or replace items; returns how many ids were already present (replaced)."""
@@ -75,19 +88,18 @@ class ItemStore:
         return out
 
     def metadata_values(self, key: str, values: Sequence[str]) -> set[str]:
-        """Which of `values` some item holds as its metadata `key` (a scan of the pool: the news
-        add's de-duplication by URL and by content hash)."""
-        if not key.isidentifier():
-            raise ValueError(f"not a metadata key: {key!r}")
+        """Which of `values` some item holds as its metadata `key`: an index lookup for the keys
+        of INDEXED_METADATA (the news add's de-duplication by URL and by content hash)."""
         found: set[str] = set()
         for start in range(0, len(values), 900):
             chunk = list(values[start : start + 900])
-            q = (
-                f"SELECT DISTINCT json_extract(metadata, '$.{key}') FROM items "
-                f"WHERE json_extract(metadata, '$.{key}') IN ({','.join('?' * len(chunk))})"
-            )
-            found.update(r[0] for r in self._db.execute(q, chunk))
+            found.update(r[0] for r in self._db.execute(self._lookup(key, len(chunk)), chunk))
         return found
+
+    def _lookup(self, key: str, n: int) -> str:
+        return (
+            f"SELECT DISTINCT {_meta(key)} FROM items WHERE {_meta(key)} IN ({','.join('?' * n)})"
+        )
 
     def get(self, ident: str) -> Item | None:
         return self.get_many([ident]).get(ident)
