@@ -223,6 +223,9 @@ def test_make_models_finds_the_committed_bundle_up_to_date():
     vitaminc = PERSPECTRUM.parent / "vitaminc" / "vitaminc_real_shared.jsonl"
     if not vitaminc.is_file():
         pytest.skip(f"the stance trunk step needs VitaminC at {vitaminc}")
+    inference = PERSPECTRUM.parent / "inference"
+    if not (inference / "snli.jsonl").is_file():
+        pytest.skip(f"the relation model's step needs the inference pairs at {inference}")
     said: list[str] = []
     outcomes = recipe.make(
         PERSPECTRUM,
@@ -230,7 +233,7 @@ def test_make_models_finds_the_committed_bundle_up_to_date():
         recipe.steps(),
         dry_run=True,
         log=said.append,
-        other=recipe.OtherData(claimdiff, vitaminc=vitaminc),
+        other=recipe.OtherData(claimdiff, vitaminc=vitaminc, inference=inference),
     )
     assert [o.step for o in outcomes] == [s.name for s in recipe.steps()]
     assert all("up to date" in line for line in said), said
