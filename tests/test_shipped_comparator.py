@@ -101,16 +101,18 @@ def test_compare_two_articles(tmp_path):
 
 
 def test_compare_finds_disputes_the_stance_trunk_reads(monkeypatch):
-    """bench/compare_cases.json's hand-written article pairs (30 aligned sentence pairs, 19
-    contradicting): the comparator alone linked none as a dispute; with the bundle's stance
-    trunk some are, and no agreement becomes a dispute."""
+    """bench/compare_cases.json's first three hand-written article pairs (30 aligned sentence
+    pairs, 19 contradicting; the later cases are measured by bench/compare_cases.py): the
+    comparator alone linked none as a dispute, the stance trunk 6; with the relation model the
+    bundle ships 10, and no agreement becomes a dispute."""
     from perspect import api
 
-    if not bundle.is_bundle(MODELS / "stance"):
-        pytest.skip("the shipped stance trunk (models/stance) is not in this checkout")
+    if not bundle.is_bundle(MODELS / "relation"):
+        pytest.skip("the shipped relation model (models/relation) is not in this checkout")
     monkeypatch.setenv("PERSPECT_MODEL", str(MODELS / "pair"))
     monkeypatch.setenv("PERSPECT_DENSE_MODEL", str(MODELS / "dense"))
     cases = json.loads((MODELS.parent / "bench" / "compare_cases.json").read_text())["cases"]
+    cases = [c for c in cases if "kind" not in c]  # the three of issue 33
     comparer = api.Comparer(MODELS / "comparator")
     found = wrong = 0
     for case in cases:
@@ -122,7 +124,7 @@ def test_compare_finds_disputes_the_stance_trunk_reads(monkeypatch):
             if x.relation == "weakens" and x.a == x.b:
                 found += gold[x.a] == "dispute"
                 wrong += gold[x.a] == "agree"
-    assert found >= 4 and wrong == 0, (found, wrong)
+    assert found >= 8 and wrong == 0, (found, wrong)
 
 
 # -- the shipped adapters in peft's layout: the same numbers as before ----------------------------
