@@ -4,7 +4,9 @@ a paragraph "supports" / "contradicts" its perspective and a sentence its cited 
 Over the perspectives' stored lower states (perspect.core.index.stance_states), decomposed, as
 `with_relations` in perspect.indexer.links scores them; the result is stored with the links
 (perspect.core.index.links). Skipped where the bundle has no relation model (a trunk without an
-inference head) or the index no states: the engine then keeps the earlier verdicts.
+inference head), or one without fitted evidence cuts (the shipped one: measured below the verdict
+stack on PERSPECTRUM's links, bench/STUDIES.md), or the index no states: the engine then keeps
+the verdict stack and the cosine's cited sentence.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ def judge_links(
     if not Links.exists(version) or not States.exists(version / "perspectives"):
         return
     folder = stance_trunk.bundled()
-    if folder is None or "nli" not in (stance_trunk.read(folder).get("heads") or {}):
-        return
+    man = stance_trunk.read(folder) if folder is not None else {}
+    if "nli" not in (man.get("heads") or {}) or "evidence" not in (man.get("decisions") or {}):
+        return  # no relation model, or none whose evidence cuts the engine reads
     t0 = time.perf_counter()
     links = Links(version, readonly=False)
     try:
