@@ -7,9 +7,12 @@
 `search` runs the whole pipeline when trained models are present; without them it degrades to
 retrieval (clusters empty, a coverage warning that says how to train). `retrieve` is the plain
 top-k of any pool. Below the class: index management (`build_index`, `add_to_index`,
-`delete_from_index`, `rebuild_index`, `index_status`), `train` and `evaluate_perspectrum`. The
-CLI and the TUI are thin layers over these and import nothing below this floor but the ground
-floor (perspect.core).
+`delete_from_index`, `rebuild_index`, `index_status`; what a build is configured with is
+perspect.indexer.index_config's), `train` and the evaluations (which trainer a task runs is
+perspect.lab.train_tasks's), article comparison, and the model bundle (`models`,
+`verify_models`, `prepare_models`, `make_models`; the models load through
+perspect.reranker.factory). The CLI, the TUI and the server are thin layers over these and
+import nothing below this floor but the ground floor (perspect.core).
 
 Why one module: it is the typed front door a user imports as `perspect.api` and reads
 from top to bottom; each function is a few lines handing over to the floors below, so splitting
@@ -18,31 +21,39 @@ it would scatter the surface without shortening any logic.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perspect.core import paths
 from perspect.core.errors import Cancelled, IndexDamaged, IndexNotFound, PerspectError
 from perspect.core.index import manifest as mf
-from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
+from perspect.core.index.config import IndexConfig, check_name, resolve_home
 from perspect.core.index.corrections import Correction, Corrections
 from perspect.core.index.layout import IndexDir, list_indexes
 from perspect.core.model import bundle
-from perspect.core.progress import NullReporter, Reporter
+from perspect.core.progress import Reporter
 from perspect.core.result import Coverage, SearchResult
 from perspect.core.service import ServiceStatus
-from perspect.core.types import POOLS, HitList, validate_claim
+from perspect.core.types import HitList, validate_claim
+from perspect.indexer.index_config import (
+    COLBERT_POOLS,
+    check_engine,
+    index_config,
+    index_engine,
+    rebuild_options,
+)
 from perspect.indexer.indexer import Indexer, Source, WriteReport
 from perspect.indexer.web_news import NewsReport
+from perspect.lab import train_tasks
 from perspect.lab.evaluate import evaluate_perspectrum
+from perspect.lab.train_tasks import ENCODERS, TRAIN_TASKS, TrainResult
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
-from perspect.reranker.model import TASKS
-from perspect.retriever import colbert, dense
+from perspect.reranker import factory
+from perspect.reranker.factory import Prepared
 from perspect.retriever.searcher import Searcher
 
 if TYPE_CHECKING:
@@ -249,170 +260,41 @@ class PerspectService:
 
 
 __all__ = [
+    "COLBERT_POOLS",
+    "ENCODERS",
+    "TRAIN_TASKS",
+    "Comparer",
     "IndexConfig",
     "NewsReport",
     "Perspect",
     "PerspectService",
+    "Prepared",
     "Source",
     "TrainResult",
     "WriteReport",
     "add_news",
     "add_to_index",
     "build_index",
+    "check_engine",
+    "compare",
     "delete_from_index",
+    "evaluate_claimdiff",
     "evaluate_perspectrum",
     "index_config",
+    "index_engine",
     "index_status",
     "make_models",
     "models",
+    "models_dir",
     "prepare_models",
     "rebuild_index",
     "train",
+    "unchecked_models",
     "verify_models",
 ]
 
 
 # -- indexes -----------------------------------------------------------------------------------
-# The pools ColBERT indexes by default: those the search pipeline retrieves from. Evidence is
-# reached through links precomputed from BM25 + dense (indexer.links), never through ColBERT, and
-# its PLAID index was a third of `make demo`'s build (encoding 124 s + k-means 72 s, here).
-COLBERT_POOLS = ("perspectives", "news")
-
-
-def index_config(
-    retrievers: Sequence[str] | None = None,
-    dense_model: str | None = None,
-    colbert_model: str | None = None,
-    colbert_config: str | Path | None = None,
-    engine: str = "embedded",
-    es_url: str | None = None,
-    note: Callable[[str], None] = lambda msg: None,
-    colbert_pools: Sequence[str] | None = None,
-) -> IndexConfig:
-    """Retrievers and their settings for a build: as given, from a colbert-ai plan.json, or the
-    defaults (BM25 + dense, + ColBERT where its model exists). Model paths are resolved, since
-    the index records them and keeps using them. `note` hears what was chosen for the user.
-    `colbert_pools`: the pools ColBERT indexes (default COLBERT_POOLS; every pool: POOLS)."""
-    if retrievers:
-        chosen = tuple(retrievers)
-    else:
-        chosen = default_retrievers()
-        if paths.env_retrievers():
-            note(f"retrievers from $PERSPECT_RETRIEVERS: {' + '.join(chosen)}")
-        elif "colbert" not in chosen:
-            note(
-                f"no ColBERT model at {paths.colbert_model()}: building BM25 + dense "
-                "(train one with `perspect train --task colbert`, or pass --colbert-model)"
-            )
-    backends: dict[str, dict] = {}
-    if "colbert" in chosen:
-        options: dict = {}
-        if colbert_config:
-            from perspect.indexer.colbert_config import from_colbert_json
-
-            imported = from_colbert_json(colbert_config)
-            cfg = imported.config.to_json()
-            checkpoint = cfg.pop("checkpoint")
-            options.update({k: v for k, v in cfg.items() if v is not None})
-            note(
-                f"read {imported.source}: {', '.join(f'{k}={v}' for k, v in options.items())}"
-                f" (ignored {len(imported.ignored)} run/training settings)"
-            )
-            if checkpoint and not colbert_model:
-                options["model"] = _plan_model(checkpoint, note)
-        if colbert_model:
-            options["model"] = _local_colbert(colbert_model) or colbert_model
-        pools = tuple(colbert_pools) if colbert_pools else COLBERT_POOLS
-        unknown = sorted(set(pools) - set(POOLS))
-        if unknown:
-            raise PerspectError(f"unknown pool {unknown[0]!r}", hint=f"of: {', '.join(POOLS)}")
-        if "perspectives" not in pools:
-            raise PerspectError("ColBERT must index the perspectives (the search reads them)")
-        if set(pools) != set(POOLS):
-            options["pools"] = [p for p in POOLS if p in pools]
-        backends["colbert"] = options
-    if "dense" in chosen:
-        backends["dense"] = {"model": _resolved(dense_model or dense.default_model())}
-    if engine == "elasticsearch":
-        import os
-
-        from perspect.retriever.elastic import redact
-
-        url = es_url or os.environ.get("PERSPECT_ES_URL")
-        if not url:
-            raise PerspectError(
-                "the Elasticsearch backend needs a cluster URL",
-                hint="pass --es-url URL (or set PERSPECT_ES_URL)",
-            )
-        if redact(url) != url:
-            note(
-                "credentials in the URL are used for this run only: the index stores the URL "
-                "without them (set PERSPECT_ES_API_KEY or PERSPECT_ES_USER/PASSWORD for later)"
-            )
-        for kind in chosen:
-            backends[kind] = {**backends.get(kind, {}), "engine": engine, "url": redact(url)}
-    elif engine != "embedded":
-        raise PerspectError(f"unknown backend {engine!r}", hint="embedded or elasticsearch")
-    return IndexConfig(retrievers=chosen, backends=backends)
-
-
-def _plan_model(checkpoint: str, note: Callable[[str], None]) -> str:
-    """The ColBERT model a plan.json names, as a local folder: itself, its copy in the Hugging
-    Face cache, or (offline, e.g. RAGatouille's `colbert-ir/colbertv2.0`) the bundle's model with
-    the plan's index settings, said in a note. Index builds read a model from a folder only."""
-    found = _local_colbert(checkpoint)
-    if found:
-        return found
-    fallback = paths.colbert_model()
-    if not fallback.is_dir():
-        raise PerspectError(
-            f"the plan's ColBERT model {checkpoint} is neither a local folder nor in the "
-            "Hugging Face cache, and there is no bundle ColBERT model to use instead",
-            hint="pass --colbert-model FOLDER (or train one: perspect train --task colbert)",
-        )
-    note(
-        f"the plan's model {checkpoint} cannot be loaded offline: using the bundle's ColBERT "
-        f"model ({fallback}) with the plan's index settings (--colbert-model picks another)"
-    )
-    return str(fallback.resolve())
-
-
-def _local_colbert(name: str) -> str | None:
-    """A model folder, or a hub id's copy in the Hugging Face cache; None when neither exists
-    (a build never downloads)."""
-    local = Path(name).expanduser()
-    if local.is_dir():
-        return str(local.resolve())
-    try:
-        from huggingface_hub import snapshot_download
-
-        return snapshot_download(name, local_files_only=True)
-    except Exception:  # not cached, or not a valid hub id
-        return None
-
-
-def index_engine(manifest: dict[str, Any]) -> str:
-    """ "elasticsearch" when the index's retrievers live there, else "embedded"."""
-    backends = manifest["config"].get("backends", {})
-    return (
-        "elasticsearch"
-        if any(b.get("engine") == "elasticsearch" for b in backends.values())
-        else "embedded"
-    )
-
-
-def check_engine(name: str, engine: str | None, home: str | Path | None = None) -> None:
-    """Refuse a write that names a backend other than the one the index was built on."""
-    if engine is None:
-        return
-    got = index_engine(mf.load(IndexDir(resolve_home(home), check_name(name)).current()))
-    if got != engine:
-        raise PerspectError(
-            f"index {name!r} lives on the {got} backend, not {engine}",
-            hint=f"drop --backend, or rebuild it: perspect index build --backend {engine}",
-        )
-
-
 def build_index(
     name: str,
     sources: Sequence[Source],
@@ -488,15 +370,10 @@ def rebuild_index(
     """Re-encode every pool of `name` with `retriever` (e.g. a newly trained dense model),
     keeping the others; returns the new manifest. "stance": store the stance trunk's
     lower-layer states of every perspective (an index built before the bundle had one)."""
+    indexer = Indexer(name, home=home, reporter=reporter)
     if retriever == "stance":
-        return Indexer(name, home=home, reporter=reporter).store_stance_states()
-    options: dict = {}
-    if model:
-        options["model"] = _resolved(model)
-    elif retriever in ("dense", "colbert"):
-        default = dense.default_model() if retriever == "dense" else colbert.default_model()
-        options["model"] = _resolved(str(default))
-    return Indexer(name, home=home, reporter=reporter).rebuild(retriever, options)
+        return indexer.store_stance_states()
+    return indexer.rebuild(retriever, rebuild_options(retriever, model))
 
 
 def index_status(
@@ -518,35 +395,7 @@ def index_status(
     return root, rows
 
 
-def _resolved(model: str) -> str:
-    return str(Path(model).resolve()) if Path(model).exists() else model
-
-
 # -- models ------------------------------------------------------------------------------------
-# The training stack (perspect.lab.fitting, lab.train.pair) imports torch at its top: 1.5 s
-# that a search never needs, so the functions below import it when they run.
-ENCODERS = {  # --task -> (trainer in perspect.lab.fitting, default output folder, what it trains)
-    "colbert": ("train_colbert", paths.colbert_model, "ColBERT"),
-    "dense": ("train_dense", lambda: paths.models_dir() / "dense", "the dense encoder"),
-    "equivalence-ce": (
-        "train_equivalence",
-        paths.equivalence_model,
-        "the equivalence cross-encoder",
-    ),
-}
-TRAIN_TASKS = (*TASKS, "all", *ENCODERS, "calibrate", "average", "claimdiff")
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """What `train` wrote and its manifest (the model's record: data, timing, metrics)."""
-
-    task: str
-    out: Path
-    what: str
-    manifest: dict[str, Any]
-
-
 def train(
     task: str = "all",
     data: str | Path = Path("data") / "perspectrum",
@@ -566,51 +415,26 @@ def train(
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Train one model (or re-fit the pair model's decisions: "calibrate"; average models:
-    "average"); see `perspect train --help` for the tasks. For the pair model, `train_layers`
-    overrides the profile's (top N encoder layers, or "all": a full fine-tune, at half the
-    rate, the rate full fine-tunes were tuned at) and `max_minutes` its training budget."""
-    from perspect.lab import fitting
-    from perspect.lab.train.pair import PROFILES
-
-    reporter = reporter or NullReporter()
-    if task == "claimdiff":
-        return _train_comparator(data, out, base, profile, max_minutes, reporter, log)
-    if task in ENCODERS:
-        trainer, default_out, what = ENCODERS[task]
-        out = Path(out) if out else default_out()
-        m = getattr(fitting, trainer)(
-            data, out, base=base, profile=profile, reporter=reporter, log=log
-        )
-        return TrainResult(task, out, what, m)
-    out = Path(out or paths.pair_model())
-    if task == "average":
-        from perspect.lab.train.average import average
-
-        average(list(models), out)
-        return TrainResult(task, out, f"the average of {len(models)} models", {})
-    if task == "calibrate":
-        model = fitting.recalibrate(
-            out,
-            data,
-            index,
-            home,
-            reporter,
-            equivalence_model=equivalence_model,
-            stance_model=stance_model,
-        )
-        return TrainResult(task, out, "the pair model's decisions", model.manifest)
-    if task not in TRAIN_TASKS:
-        raise PerspectError(f"unknown task {task!r}", hint=f"known: {', '.join(TRAIN_TASKS)}")
-    if profile == "continue" and not init:
-        raise PerspectError(
-            "--profile continue goes on training a saved model", hint="pass --init models/pair"
-        )
-    tasks = TASKS if task == "all" else (task,)
-    if init and task == "all":
-        tasks = tuple(t for t in TASKS if t in PROFILES[profile].caps)
-    prof = _profile(profile, train_layers, max_minutes)
-    model = fitting.train(data, out, tasks, base, prof, reporter, log, init)
-    return TrainResult(task, out, ", ".join(tasks), model.manifest)
+    "average"); see `perspect train --help` for the tasks and perspect.lab.train_tasks for what
+    each runs. For the pair model, `train_layers` overrides the profile's (top N encoder layers,
+    or "all": a full fine-tune at half the rate) and `max_minutes` its training budget."""
+    return train_tasks.run(
+        task,
+        data,
+        out,
+        base=base,
+        profile=profile,
+        init=init,
+        models=models,
+        index=index,
+        home=home,
+        equivalence_model=equivalence_model,
+        stance_model=stance_model,
+        train_layers=train_layers,
+        max_minutes=max_minutes,
+        reporter=reporter,
+        log=log,
+    )
 
 
 def compare(
@@ -636,7 +460,6 @@ class Comparer:
 
     def _loaded(self):
         from perspect.pipeline.compare import SentenceEncoder
-        from perspect.reranker import factory
 
         with self._lock:
             if self._models is None:
@@ -678,54 +501,7 @@ def evaluate_claimdiff(
     return run(model_dir or paths.comparator_model(), data, split)
 
 
-def _train_comparator(data, out, base, profile, max_minutes, reporter, log):
-    from perspect.lab import claimdiff
-
-    if profile not in claimdiff.PROFILES:
-        raise PerspectError(
-            f"the comparator has no {profile!r} profile", hint="--profile quick or full"
-        )
-    prof = claimdiff.resolve_profile(profile, max_minutes=max_minutes)
-    out = Path(out or paths.comparator_model())
-    m = claimdiff.train_comparator(data, out, base=base, profile=prof, reporter=reporter, log=log)
-    return TrainResult("claimdiff", out, "the ClaimDiff comparator", m)
-
-
-def _profile(name: str, train_layers: int | str | None, max_minutes: float | None):
-    from perspect.lab.train.pair import PROFILES
-
-    prof = PROFILES[name]
-    if train_layers == "all":
-        prof = dataclasses.replace(prof, train_layers=None, lr=prof.lr / 2)
-    elif train_layers is not None:
-        if not isinstance(train_layers, int) or train_layers < 1:
-            raise PerspectError(f"--train-layers takes a number >= 1 or 'all', got {train_layers}")
-        prof = dataclasses.replace(prof, train_layers=train_layers)
-    if max_minutes is not None:
-        if max_minutes <= 0:
-            raise PerspectError(f"--max-minutes must be positive, got {max_minutes}")
-        prof = dataclasses.replace(prof, max_minutes=float(max_minutes))
-    return prof
-
-
 # -- the model bundle ----------------------------------------------------------------------------
-def _corrected(index: str, home: str | Path | None):
-    """An index's corrections as training rows: the claim as typed, the perspectives' texts."""
-    from perspect.lab.train.pair_data import Corrected
-
-    with Perspect.open(index, home=home) as p, p._searcher.pinned():
-        got = p.corrections()
-        store = p._searcher.store("perspectives")
-        texts = store.get_many(sorted({x for c in got for x in (c.a, c.b)}))
-    out = []
-    for c in got:
-        if c.a not in texts or (c.kind == "same" and c.b not in texts):
-            continue  # deleted from the index since
-        b = texts[c.b].text if c.kind == "same" else c.b
-        out.append(Corrected(c.text or c.claim, c.kind, texts[c.a].text, b))
-    return out
-
-
 def models_dir(folder: str | Path | None = None) -> Path:
     return Path(folder) if folder else paths.models_dir()
 
@@ -753,54 +529,11 @@ def unchecked_models(folder: str | Path | None = None) -> list[Path]:
     return [d for d in found if bundle.unchecked_entry(d)]
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """One model's serving graph after `prepare_models`: served on ONNX Runtime or not; or
-    (`note` set) another artefact a search needs, such as PLAID's compiled kernels."""
-
-    name: str
-    served: bool
-    seconds: float
-    note: str | None = None
-
-
 def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
-    """Export the ONNX graphs a search serves its models from (the pair model, the equivalence
-    cross-encoder, the comparator, the dense and ColBERT query encoders), so that the first
-    search of a process loads neither torch nor transformers for them; each graph is made once
-    per weights (5-20 s), and a search would make a missing one itself, slowly. With a ColBERT
-    model, also compile PLAID's C++ kernels (once per torch and compiler: ~2 min), which a
-    search only loads."""
-    import time
-
-    from perspect.reranker import factory
-
-    root = models_dir(folder)
-    done: list[Prepared] = []
-
-    def step(name: str, entry: Path, make: Callable[[Path], bool]) -> None:
-        if bundle.is_bundle(entry) or (entry / "manifest.json").is_file():
-            t0 = time.perf_counter()
-            done.append(Prepared(name, make(entry), time.perf_counter() - t0))
-
-    def served(p: Path) -> bool:
-        factory.open_served(p)  # its graph made where it was not
-        return factory.served_class(p).graph(p) is not None
-
-    step("pair", root / "pair", served)
-    step("equivalence", root / "equivalence", served)
-    step("comparator", root / "comparator", served)
-    step("dense", root / "dense", dense.query_graph)
-    step("colbert", root / "colbert", colbert.query_graph)
-    if bundle.is_bundle(root / "stance"):  # base unpacked from its registry parts, graphs made
-        t0 = time.perf_counter()
-        trunk = factory.load(["trunk"], entries={"trunk": root / "stance"}).trunk
-        done.append(Prepared("stance", trunk.served, time.perf_counter() - t0))
-    if (root / "colbert").is_dir():
-        t0 = time.perf_counter()
-        where = colbert.build_kernels()
-        done.append(Prepared("plaid-kernels", True, time.perf_counter() - t0, f"ready in {where}"))
-    return done
+    """Export the ONNX graphs a search serves its models from, so that the first search of a
+    process loads neither torch nor transformers for them, and compile PLAID's kernels where
+    the bundle has ColBERT (perspect.reranker.factory.prepare says what and how long)."""
+    return factory.prepare(models_dir(folder))
 
 
 def make_models(
@@ -828,7 +561,9 @@ def make_models(
     if vitaminc:
         other = replace(other, vitaminc=Path(vitaminc))
     if corrections:
-        other = replace(other, corrections=tuple(_corrected(corrections, home)))
+        from perspect.lab.train.pair_data import index_corrections
+
+        other = replace(other, corrections=index_corrections(corrections, home))
         log(f"training on {len(other.corrections)} corrections of index {corrections!r}")
     return recipe.make(
         data,

@@ -10,12 +10,14 @@ stance trunk) come with it, checked to be the ones its decisions were fitted wit
 Adding a model to the bundle is one field of `Models` and one loader in `LOADERS`: a function of
 (the pair model or None, the entry asked for or None, `Serving`) that returns the model or None.
 `served_class` / `open_served` map one bundle entry to its served model (reranker.served's life
-cycle), for the callers that hold an entry rather than a pair model.
+cycle), for the callers that hold an entry rather than a pair model; `prepare` makes every graph
+a search serves (and PLAID's kernels) before the first search does (`perspect models prepare`).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,3 +179,51 @@ def open_served(entry: str | Path, int8: bool = False) -> ServedModel:
     """The served model of a bundle entry (pair, equivalence or comparator): from its graph where
     made, else loaded and its graph made now."""
     return served_class(entry).open(entry, int8=int8)
+
+
+# -- preparation: every graph a search serves, made before the first one ------------------------
+@dataclass(frozen=True)
+class Prepared:
+    """One model's serving graph after `prepare`: served on ONNX Runtime or not; or
+    (`note` set) another artefact a search needs, such as PLAID's compiled kernels."""
+
+    name: str
+    served: bool
+    seconds: float
+    note: str | None = None
+
+
+def prepare(root: Path) -> list[Prepared]:
+    """Export the ONNX graphs a search serves its models from (the pair model, the equivalence
+    cross-encoder, the comparator, the dense and ColBERT query encoders), so that the first
+    search of a process loads neither torch nor transformers for them; each graph is made once
+    per weights (5-20 s), and a search would make a missing one itself, slowly. With a ColBERT
+    model, also compile PLAID's C++ kernels (once per torch and compiler: ~2 min), which a
+    search only loads."""
+    from perspect.retriever import colbert, dense
+
+    done: list[Prepared] = []
+
+    def step(name: str, entry: Path, make: Callable[[Path], bool]) -> None:
+        if bundle.is_bundle(entry) or (entry / "manifest.json").is_file():
+            t0 = time.perf_counter()
+            done.append(Prepared(name, make(entry), time.perf_counter() - t0))
+
+    def served(p: Path) -> bool:
+        open_served(p)  # its graph made where it was not
+        return served_class(p).graph(p) is not None
+
+    step("pair", root / "pair", served)
+    step("equivalence", root / "equivalence", served)
+    step("comparator", root / "comparator", served)
+    step("dense", root / "dense", dense.query_graph)
+    step("colbert", root / "colbert", colbert.query_graph)
+    if bundle.is_bundle(root / "stance"):  # base unpacked from its registry parts, graphs made
+        t0 = time.perf_counter()
+        trunk = load(["trunk"], entries={"trunk": root / "stance"}).trunk
+        done.append(Prepared("stance", trunk.served, time.perf_counter() - t0))
+    if (root / "colbert").is_dir():
+        t0 = time.perf_counter()
+        where = colbert.build_kernels()
+        done.append(Prepared("plaid-kernels", True, time.perf_counter() - t0, f"ready in {where}"))
+    return done

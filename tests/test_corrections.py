@@ -211,12 +211,12 @@ def test_make_models_keys_the_pair_steps_on_the_corrections(tiny_perspectrum, tm
 
 
 def test_an_index_corrections_are_read_as_texts(index):
-    from perspect.api import _corrected
+    from perspect.lab.train.pair_data import index_corrections
 
     with Perspect.open("tiny", home=index) as p:
         p.correct(CLAIM + "!", "1", "oppose")
         p.correct(CLAIM, same=("1", "2"))
-    rows = _corrected("tiny", index)
+    rows = index_corrections("tiny", index)
     assert rows[0].claim == CLAIM + "!" and rows[0].b == "oppose"
     assert rows[0].a.startswith("Animals feel pain")
     assert rows[1].kind == "same" and rows[1].b.startswith("Zoos keep")

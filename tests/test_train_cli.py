@@ -158,9 +158,9 @@ def test_eval_without_a_model_says_how_to_train(tmp_path):
 
 
 def test_train_layers_and_budget_override_the_profile():
-    from perspect.api import _profile
     from perspect.core.errors import PerspectError
     from perspect.lab.train.pair import PROFILES
+    from perspect.lab.train_tasks import _profile
 
     full = PROFILES["full"]
     assert _profile("full", None, None) == full

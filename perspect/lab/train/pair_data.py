@@ -11,6 +11,7 @@ import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from perspect.core.datasets.negation import negate
 from perspect.core.datasets.perspectrum import Claim
@@ -34,6 +35,29 @@ class Corrected:
     kind: str
     a: str
     b: str
+
+
+def index_corrections(index: str, home: str | Path | None = None) -> tuple[Corrected, ...]:
+    """The readers' corrections stored with `index`, as training rows: the claim as typed, the
+    perspectives' texts (a correction of a perspective deleted since is left out)."""
+    from perspect.core.index.corrections import Corrections
+    from perspect.retriever.searcher import Searcher
+
+    searcher = Searcher(index, home)
+    try:
+        with searcher.pinned():
+            got = Corrections(searcher.dir.root).all()
+            store = searcher.store("perspectives")
+            texts = store.get_many(sorted({x for c in got for x in (c.a, c.b)}))
+    finally:
+        searcher.close()
+    out = []
+    for c in got:
+        if c.a not in texts or (c.kind == "same" and c.b not in texts):
+            continue  # deleted from the index since
+        b = texts[c.b].text if c.kind == "same" else c.b
+        out.append(Corrected(c.text or c.claim, c.kind, texts[c.a].text, b))
+    return tuple(out)
 
 
 def correction_examples(
