@@ -47,6 +47,12 @@ from perspect.retriever.searcher import Searcher
 if TYPE_CHECKING:
     from perspect.lab import recipe
 
+# Every model load of the process, one at a time. Why: two threads importing transformers for the
+# first time at once fail ("ImportError: cannot import name 'AutoModel' from 'transformers'"): the
+# first POST /compare on a fresh `perspect serve`, beside the loader of its engines, was a 500, or
+# left the default engine unloaded. Reentrant: a load may start another (the engine, its models).
+MODEL_LOADS = threading.RLock()
+
 
 class Perspect:
     """A handle on one built index (and the models); cheap to query repeatedly."""
@@ -101,7 +107,9 @@ class Perspect:
 
     def engine(self) -> Engine:
         """The full pipeline; loads the models on first use (raises ModelError if missing)."""
-        with self._lock:
+        if self._engine is not None:  # loaded: no lock to wait on while another model loads
+            return self._engine
+        with MODEL_LOADS, self._lock:
             if self._engine is None:
                 config = self._config or EngineConfig()
                 # ONNX Runtime serves the exported graphs without torch or transformers in the
@@ -654,7 +662,9 @@ class Comparer:
         from perspect.pipeline.compare import SentenceEncoder
         from perspect.reranker.comparator import Comparator
 
-        with self._lock:
+        if self._models is not None:
+            return self._models
+        with MODEL_LOADS, self._lock:
             if self._models is None:
                 comparator = Comparator.load(self._model_dir or paths.comparator_model())
                 dense_dir = paths.dense_model_dir()
