@@ -59,6 +59,12 @@ from perspect.retriever.searcher import Searcher
 if TYPE_CHECKING:
     from perspect.lab import recipe
 
+# Every model load of the process, one at a time. Why: two threads importing transformers for the
+# first time at once fail ("ImportError: cannot import name 'AutoModel' from 'transformers'"): the
+# first POST /compare on a fresh `perspect serve`, beside the loader of its engines, was a 500, or
+# left the default engine unloaded. Reentrant: a load may start another (the engine, its models).
+MODEL_LOADS = threading.RLock()
+
 
 class Perspect:
     """A handle on one built index (and the models); cheap to query repeatedly."""
@@ -116,7 +122,9 @@ class Perspect:
         ONNX Runtime by default, which serves the exported graphs without torch or transformers
         in the process (most of a cold start). The comparator only where the index has news (a
         damaged one is an error, a missing one means no news)."""
-        with self._lock:
+        if self._engine is not None:  # loaded: no lock to wait on while another model loads
+            return self._engine
+        with MODEL_LOADS, self._lock:
             if self._engine is None:
                 config = self._config or EngineConfig()
                 self._searcher.warm_in_background(("perspectives", "news"))
@@ -461,7 +469,9 @@ class Comparer:
     def _loaded(self):
         from perspect.pipeline.compare import SentenceEncoder
 
-        with self._lock:
+        if self._models is not None:
+            return self._models
+        with MODEL_LOADS, self._lock:
             if self._models is None:
                 folder = self._model_dir or paths.comparator_model()
                 comparator = factory.load(

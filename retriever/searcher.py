@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perspect.core.errors import PerspectError
+from perspect.core.errors import NotInIndex, PerspectError
 from perspect.core.index import integrity
 from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, resolve_home
@@ -194,18 +194,18 @@ class Searcher:
     def backend(self, pool: str, kind: str) -> Backend:
         self._check_pool(pool)
         if kind in self.retrievers and kind not in self.config.for_pool(pool):
-            raise PerspectError(
+            raise NotInIndex(
                 f"index {self.name!r} has no {kind} retriever over its {pool}",
                 hint=f"available there: {', '.join(self.config.for_pool(pool))}; add it: "
                 f"perspect index rebuild --name {self.name} --retriever {kind}",
             )
         if kind not in self.retrievers:
             if kind == HYBRID:
-                raise PerspectError(
+                raise NotInIndex(
                     f"index {self.name!r} has only {self.retrievers[0]}; hybrid needs two retrievers",
                     hint="rebuild with --retrievers bm25,colbert",
                 )
-            raise PerspectError(
+            raise NotInIndex(
                 f"index {self.name!r} has no {kind} retriever",
                 hint=f"available: {', '.join(self.retrievers)}",
             )
@@ -335,7 +335,7 @@ class Searcher:
         if pool not in POOLS:
             raise PerspectError(f"unknown pool {pool!r}", hint=f"one of {', '.join(POOLS)}")
         if pool not in self.manifest["pools"]:
-            raise PerspectError(
+            raise NotInIndex(
                 f"index {self.name!r} has no {pool} pool",
                 hint=f"add one: perspect index add --name {self.name} --{pool} FILE",
             )

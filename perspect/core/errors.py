@@ -50,6 +50,10 @@ class IndexNotFound(PerspectError):
     """No index of that name in the chosen home."""
 
 
+class NotInIndex(PerspectError):
+    """The index has no such pool, or no such retriever over it."""
+
+
 class IndexBusy(PerspectError):
     """Another process is writing the same index."""
 

@@ -6,9 +6,10 @@ The answers are those of the CLI's `--json`: POST /search is `perspect search --
 /indexes/{name}/news is `perspect news add --json`. A search's answer carries the index version
 it read in the `X-Perspect-Index-Version` header: a search pins one version from start to end,
 and one that starts after an add is published reads the new one.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: FastAPI reads each route's request model, made for
+this server's limits by `schemas.requests`, from the route's annotations, which must be objects.
+"""
 
 import asyncio
 import logging
@@ -17,50 +18,27 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Path
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from perspect import api
-from perspect.core.errors import IndexDamaged, PerspectError
+from perspect.core.errors import IndexDamaged
 from perspect.core.index.config import check_name
-from perspect.core.types import POOLS
 from perspect.serve import errors
 from perspect.serve.config import ENV, ServeConfig
 from perspect.serve.engines import Engines
+from perspect.serve.schemas import INDEX_NAME, requests, responses
 
+DESCRIPTION = """Perspective search: diverse, substantiated perspectives on a claim.
+
+Every error is one line of JSON, `{{"error": "..."}}` (a 500 adds the `id` it was logged under):
+400 malformed JSON or a value outside a limit stated here, 404 an unknown index, pool or
+retriever, 405 a method a path does not take (with `Allow`), 413 a body over {max_body_bytes:,}
+bytes (any route), 422 a field missing, unknown or of the wrong type, 503 the models not loaded
+or the index being written past the wait, 504 past the time budget."""
 VERSION_HEADER = "X-Perspect-Index-Version"
 WORKER_HEADER = "X-Perspect-Worker"  # the worker process's pid (several with --workers N)
 log = logging.getLogger("perspect.serve")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class SearchRequest(_Strict):
-    claim: str
-    k: int | None = Field(None, description="at most this many clusters (hits when retrieval only)")
-    fast: bool = Field(False, description="int8 cross-encoders, bounded equivalence pairs")
-    pool: str | None = Field(None, description="retrieval only, from this pool")
-    retriever: str | None = Field(None, description="retrieval only, with this retriever")
-
-
-class ArticleIn(_Strict):
-    title: str = ""
-    text: str
-
-
-class CompareRequest(_Strict):
-    a: ArticleIn
-    b: ArticleIn
-
-
-class NewsRequest(_Strict):
-    articles: list[str | dict[str, Any]] = Field(
-        description="URLs of pages or RSS/Atom feeds, or article objects (title, outlet, date, "
-        "url, text)"
-    )
 
 
 def create_app(config: ServeConfig) -> FastAPI:
@@ -74,22 +52,29 @@ def create_app(config: ServeConfig) -> FastAPI:
         engines.close()
         writer.shutdown(wait=True)
 
+    req = requests(config.max_claim_chars, config.max_k, config.max_news_inputs)
     app = FastAPI(
         title="Perspect",
         version="0.1.0",
-        description="Perspective search: diverse, substantiated perspectives on a claim.",
+        description=DESCRIPTION.format(max_body_bytes=config.max_body_bytes),
         lifespan=lifespan,
     )
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=config.max_body_bytes)
     app.state.engines = engines
 
-    @app.get("/health")
+    @app.get("/health", responses=responses())
     async def health() -> dict[str, Any]:
         """The process is up (the models may still be loading)."""
         return {"status": "ok", "pid": os.getpid()}
 
-    @app.get("/ready")
+    @app.get(
+        "/ready",
+        responses={
+            **responses(),
+            503: {"description": "still loading, or a model failed to load (its error)"},
+        },
+    )
     async def ready():
         """200 once the index is open and the models are loaded, else 503."""
         body = {
@@ -100,7 +85,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         }
         return JSONResponse(body, status_code=200 if engines.ready else 503)
 
-    @app.get("/indexes")
+    @app.get("/indexes", responses=responses())
     async def indexes() -> dict[str, Any]:
         home, rows = await asyncio.to_thread(api.index_status, None, config.home)
         return {
@@ -119,44 +104,52 @@ def create_app(config: ServeConfig) -> FastAPI:
             ],
         }
 
-    @app.post("/search")
-    async def search(req: SearchRequest):
+    @app.post(
+        "/search",
+        responses={
+            200: {
+                "description": "perspect.result/1, or perspect.hits/1 for retrieval only",
+                "headers": {
+                    VERSION_HEADER: {
+                        "description": "the index version the search read",
+                        "schema": {"type": "string"},
+                    }
+                },
+            },
+            **responses(400, 404, 422, 503, 504),
+        },
+    )
+    async def search(body: req.search) -> dict[str, Any]:
         """The full pipeline (`perspect search --json`), or plain retrieval with `pool` or
         `retriever`."""
-        claim = req.claim
-        if len(claim) > config.max_claim_chars:
-            raise PerspectError(f"claim is longer than {config.max_claim_chars} characters")
-        if req.k is not None and not 1 <= req.k <= config.max_k:
-            raise PerspectError(f"k must be in 1..{config.max_k}, got {req.k}")
-        if req.pool is not None and req.pool not in POOLS:
-            raise PerspectError(f"unknown pool {req.pool!r}: one of {', '.join(POOLS)}")
-        got = await engines.search(claim, req.k, req.fast, req.pool, req.retriever)
+        got = await engines.search(body.claim, body.k, body.fast, body.pool, body.retriever)
         headers = {VERSION_HEADER: got.version, WORKER_HEADER: str(os.getpid())}
         return JSONResponse(got.body, headers=headers)
 
-    @app.post("/compare")
-    async def compare(req: CompareRequest) -> dict[str, Any]:
+    @app.post("/compare", responses=responses(400, 422, 503, 504))
+    async def compare(body: req.compare) -> dict[str, Any]:
         """Article A against article B, point by point (`perspect compare --json`)."""
-        for name, art in (("a", req.a), ("b", req.b)):
-            if len(art.text) > config.max_body_bytes:
-                raise PerspectError(f"article {name} is over the body limit")
-        return await engines.compare((req.a.title, req.a.text), (req.b.title, req.b.text))
+        a, b = body.a, body.b
+        return await engines.compare((a.title, a.text), (b.title, b.text))
 
-    @app.post("/indexes/{name}/news")
-    async def add_news(name: str, req: NewsRequest) -> dict[str, Any]:
+    @app.post("/indexes/{name}/news", responses=responses(400, 404, 422, 503))
+    async def add_news(
+        body: req.news,
+        name: str = Path(
+            pattern=INDEX_NAME,
+            description="the index (any of the home's)",
+            examples=[config.index],
+        ),
+    ) -> dict[str, Any]:
         """Fetch and add news (the report of `perspect news add --json`). Adds to one index
         are serialised by its writer lock: each waits for the one before, none is lost."""
         check_name(name)
-        if not req.articles:
-            raise PerspectError("no articles: pass URLs or article objects")
-        if len(req.articles) > config.max_news_inputs:
-            raise PerspectError(f"at most {config.max_news_inputs} articles per request")
         loop = asyncio.get_running_loop()
         report = await loop.run_in_executor(
             writer,
             lambda: api.add_news(
                 name,
-                req.articles,
+                body.articles,
                 home=config.home,
                 timeout=config.fetch_timeout_s,
                 budget=config.time_budget_s,  # for fetching; the write is not cut short

@@ -41,6 +41,8 @@ class ServeConfig:
         ):
             if getattr(self, name) < 1:
                 raise PerspectError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.max_k > 1000:  # the searcher's MAX_K: past it, a k the description allows fails
+            raise PerspectError(f"--max-k must be at most 1000, got {self.max_k}")
         if not 0 < self.port < 65536:
             raise PerspectError(f"--port must be in 1..65535, got {self.port}")
         if self.time_budget_s <= 0:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from perspect.api import Comparer, Perspect
+from perspect.api import MODEL_LOADS, Comparer, Perspect
 from perspect.core.errors import Cancelled, PerspectError
 from perspect.serve.config import ServeConfig
 
@@ -90,10 +90,13 @@ class Engines:
         t0 = time.perf_counter()
         try:
             cfg = self.config
-            p = Perspect.open(cfg.index, home=cfg.home, model=cfg.model, fast=slot.name == "fast")
-            if p.has_models:
-                p.engine()
-                p.search(WARM_CLAIM)  # the first search opens what the engine opens lazily
+            with MODEL_LOADS:  # the warm search too: what it opens lazily (api.MODEL_LOADS)
+                p = Perspect.open(
+                    cfg.index, home=cfg.home, model=cfg.model, fast=slot.name == "fast"
+                )
+                if p.has_models:
+                    p.engine()
+                    p.search(WARM_CLAIM)  # the first search opens what the engine opens lazily
             slot.handle = p
         except Exception as e:  # reported by /ready and by each search
             slot.error = f"{type(e).__name__}: {e}"

@@ -25,7 +25,7 @@ def resolve_home(home: str | Path | None) -> Path:
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):  # no trailing newline
         raise PerspectError(
             f"bad index name {name!r}",
             hint="use letters, digits, '.', '_' or '-' (at most 64 characters)",
