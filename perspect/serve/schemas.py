@@ -143,7 +143,7 @@ def requests(max_claim_chars: int, max_k: int, max_news_inputs: int) -> Requests
     return Requests(SearchRequest, CompareRequest, NewsRequest)
 
 
-# The path parameter `name` of an index: the pattern `perspect.core.config.check_name` applies
+# The path parameter `name` of an index: the pattern `perspect.core.index.config.check_name` applies
 # (to the whole name: its `$` is the end of the name, as ECMA-262 reads it).
 INDEX_NAME = NAME_RE.pattern
 
