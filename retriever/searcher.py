@@ -9,12 +9,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perspect.core import background
 from perspect.core.errors import NotInIndex, PerspectError
 from perspect.core.index import integrity
 from perspect.core.index import manifest as mf
@@ -36,7 +37,9 @@ def concurrently(calls: list[Callable[[], Any]]) -> list[Any]:
     """Results of `calls`, the first run in the caller's thread and the others in a shared pool.
     Why: a hybrid query's retrievers wait in native code (PLAID's torch kernels, ONNX Runtime,
     tantivy, faiss) that releases the GIL, so they overlap even on 2 cores: perspective retrieval
-    p50 26-33 ms one after the other, 22-25 ms overlapped (60 dev claims, one run)."""
+    p50 26-33 ms one after the other, 22-25 ms overlapped (60 dev claims, one run).
+    When one call fails, the others are waited for before the error goes up: the caller closes
+    the backends next, which must not happen under a search still running in native code."""
     global _POOL
     if len(calls) <= 1:
         return [c() for c in calls]
@@ -44,7 +47,10 @@ def concurrently(calls: list[Callable[[], Any]]) -> list[Any]:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="perspect-retrieve")
     futures = [_POOL.submit(c) for c in calls[1:]]
-    first = calls[0]()
+    try:
+        first = calls[0]()
+    finally:
+        wait(futures)
     return [first] + [f.result() for f in futures]
 
 
@@ -102,6 +108,7 @@ class Searcher:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._view = _View(self.dir.lease())
+        self._warming: list[background.Job] = []
 
     # -- versions ----------------------------------------------------------------------------------
     @contextmanager
@@ -248,26 +255,36 @@ class Searcher:
         scored = rrf(runs, k=rrf_k, limit=k)
         return Hybrid(self.hits(query, pool, self.default_retriever, scored, t0), vector)
 
-    def warm_in_background(self, pools: Sequence[str] = ("perspectives",)) -> threading.Thread:
+    def warm_in_background(self, pools: Sequence[str] = ("perspectives",)) -> background.Job:
         """Open the backends of `pools` on a thread (`Backend.warm`: for ColBERT, importing torch
         and loading PLAID), so that it overlaps what the caller loads meanwhile (the models):
-        the first search of a process comes sooner. Errors are left to that search to raise."""
-        view = self._v
+        the first search of a process comes sooner. Errors are left to that search to raise.
+        The warm-up is a user of its version (closing the searcher closes the backends when it
+        has left, never under it) and a `perspect.core.background` job: `close` cancels it, and
+        it stops before its next backend."""
+        with self._lock:
+            view = self._v  # the caller's pinned version, else the newest
+            view.users += 1
 
-        def work() -> None:
-            for pool in pools:
-                if pool not in self.pools:
-                    continue
-                for kind in self.config.for_pool(pool):
-                    try:
-                        self._local.view = view
-                        self.backend(pool, kind).warm()
-                    except Exception:  # the search reopens it and says what is wrong
-                        pass
+        def work(cancel: threading.Event) -> None:
+            self._local.view = view
+            try:
+                for pool in pools:
+                    if pool not in view.manifest["pools"]:
+                        continue
+                    for kind in view.config.for_pool(pool):
+                        if cancel.is_set():
+                            return
+                        # an error is the search's to raise: it reopens the backend
+                        with suppress(Exception):
+                            self.backend(pool, kind).warm()
+            finally:
+                self._local.view = None
+                self._release(view)
 
-        t = threading.Thread(target=work, name="perspect-warm", daemon=True)
-        t.start()
-        return t
+        job = background.start("perspect-warm", work)
+        self._warming = [j for j in self._warming if j.running] + [job]
+        return job
 
     def runs(self, query: str, pool: str, depth: int) -> tuple[list[list[tuple[str, float]]], Any]:
         """Each backend's top `depth` for `query`, run concurrently, and the query's dense vector
@@ -341,6 +358,10 @@ class Searcher:
             )
 
     def close(self) -> None:
+        """Close the version now, or, while a search or the warm-up still reads it, when the
+        last of them leaves; the warm-up is asked to stop at its next backend."""
+        for job in self._warming:
+            job.cancel.set()
         with self._lock:
             self._view.retired = True
             if self._view.users == 0:

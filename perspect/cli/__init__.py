@@ -1,5 +1,5 @@
 """`perspect` on the command line: thin layers over the Python API."""
 
-from perspect.cli.main import main
+from perspect.cli.main import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

@@ -1,5 +1,3 @@
-import sys
+from perspect.cli.main import run
 
-from perspect.cli.main import main
-
-sys.exit(main())
+run()

@@ -3,15 +3,19 @@
 One module per command group (data, index, news, search, train, eval, models, compare, tui,
 correct, serve), each with
 its handlers and a `register(sub)` that adds its parser; this module assembles them and owns the
-process-wide error handling.
+process-wide error handling: `main` returns the exit code (tests call it in-process), `run` is
+what the console script calls and ends the process with that code.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
 import os
 import sys
+import traceback
+from typing import NoReturn
 
 from perspect.cli import (
     compare,
@@ -27,6 +31,7 @@ from perspect.cli import (
     tui,
 )
 from perspect.cli.common import console
+from perspect.core import background
 from perspect.core.errors import PerspectError
 from perspect.core.presentation.render import literal
 
@@ -91,6 +96,67 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+# How long the console script waits for background jobs (warm-ups, model loads) to stop at their
+# next step before it ends the process anyway (os._exit leaves one still inside a native call).
+GRACE_S = 1.0
+
+
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The console script (`perspect`, `python -m perspect.cli`): `main`, then the process ends
+    with its exit code and nothing else. Background jobs are cancelled and waited for (at most
+    GRACE_S), the exit hooks run (logging, tantivy's scratch folders), the standard streams are
+    flushed, and `os._exit` ends the process without the interpreter's teardown: there the native
+    destructors of torch, faiss and ONNX Runtime ran under a thread still inside them, and a
+    damaged index's clean error line was followed by SIGABRT (exit 134 instead of 2)."""
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse: --help, --version, a usage error
+        rc = _exit_code(e.code)
+    except KeyboardInterrupt:  # before a command started (imports, parsing)
+        print("interrupted; the index is unchanged", file=sys.stderr)
+        rc = 130
+    except BaseException:  # a bug: the traceback Python would print, and its exit code
+        traceback.print_exc()
+        rc = 1
+    _end_process(rc)
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _end_process(rc: int) -> NoReturn:
+    try:
+        background.stop_all(GRACE_S)
+        atexit._run_exitfuncs()  # what the interpreter would run at exit, before its teardown
+    except KeyboardInterrupt:  # a second Ctrl-C while waiting: leave now
+        rc = rc or 130
+    except Exception:
+        traceback.print_exc()
+        rc = rc or 1
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        rc = rc or 141
+    except (OSError, ValueError) as e:
+        if rc == 0:
+            print(f"error: cannot write the output: {getattr(e, 'strerror', None) or e}",
+                  file=sys.stderr)  # fmt: skip
+            rc = 2
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(rc & 0xFF)
+
+
 def _pipe_errors_reach_main() -> None:
     """rich turns a closed pipe into `SystemExit(1)`; its documented hook hands it back to
     `main`, which exits 141 as a shell expects of `perspect ... | head -1`."""
@@ -117,4 +183,4 @@ def _drop_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perspect.api import MODEL_LOADS, Comparer, Perspect
+from perspect.core import background
 from perspect.core.errors import Cancelled, PerspectError
 from perspect.serve.config import ServeConfig
 
@@ -72,16 +73,19 @@ class Engines:
         self.comparer = Comparer()
         self._pool = ThreadPoolExecutor(config.concurrent_searches + 1, "perspect-search")
         self._limit: asyncio.Semaphore | None = None
-        self._thread: threading.Thread | None = None
+        self._loads: list[background.Job] = []
 
     def start(self) -> None:
+        """Load the engines on a background job (`perspect.core.background`): closing cancels
+        it before its next engine, and the process's end stops it rather than tear it down."""
         self._limit = asyncio.Semaphore(self.config.concurrent_searches)
-        self._thread = threading.Thread(target=self._load_all, name="perspect-load", daemon=True)
-        self._thread.start()
+        self._loads.append(background.start("perspect-load", self._load_all))
 
-    def _load_all(self) -> None:
+    def _load_all(self, cancel: threading.Event) -> None:
         order = ["default", "fast"] if self.config.warm_fast else ["default"]
         for name in order:
+            if cancel.is_set():
+                return
             self._load(self.slots[name])
 
     def _load(self, slot: _Slot) -> None:
@@ -124,7 +128,7 @@ class Engines:
         slot = self.slots["fast" if fast else "default"]
         if not slot.ready.is_set():
             if fast and not self.config.warm_fast:
-                threading.Thread(target=self._load, args=(slot,), daemon=True).start()
+                self._loads.append(background.start("perspect-load", lambda _: self._load(slot)))
             left = deadline - time.monotonic()
             if left <= 0 or not await asyncio.to_thread(slot.ready.wait, left):
                 raise TimedOut("the models are still loading; the time budget ran out")
@@ -186,6 +190,8 @@ class Engines:
             ) from None
 
     def close(self) -> None:
+        for job in self._loads:
+            job.cancel.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for s in self.slots.values():
             if s.handle is not None:
