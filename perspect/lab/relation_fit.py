@@ -101,11 +101,11 @@ def fit(trunk, inference: Path, claimdiff: Path, seed: int, report: int) -> dict
 
 def fit_folder(folder: Path, inference: Path, claimdiff: Path) -> dict[str, Any]:
     """Fit the decisions of the trained (unpacked) model in `folder` into its manifest."""
-    from perspect.reranker.stance_trunk import StanceTrunk
+    from perspect.reranker import factory
 
     man_path = folder / "manifest.json"
     man = json.loads(man_path.read_text())
-    trunk = StanceTrunk.load(folder)
+    trunk = factory.load(["trunk"], factory.TORCH, entries={"trunk": folder}).trunk
     seed = int(man["training"].get("seed", 29))
     report = int(man.get("args", {}).get("nli_held", 3000))
     man["decisions"] = fit(trunk, inference, claimdiff, seed, report)
