@@ -34,7 +34,6 @@ map are one on-disk format; writes, reads and compaction must change together.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
@@ -42,12 +41,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perspect.core import paths
 from perspect.core.errors import IndexDamaged, ModelError
-from perspect.core.model import bundle
 from perspect.core.types import Item
 from perspect.retriever import onnx_query, plaid_kernels
 from perspect.retriever.base import Backend, ProgressFn
+from perspect.retriever.pylate_glue import (
+    compile_kernels_in_background,
+    default_model,
+    load_colbert,
+    model_fingerprint,
+    quiet,
+    setup_torch_extensions,
+    silence_build,
+    stanford,
+    wait_for_kernels,
+)
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "nbits": 2,
@@ -72,243 +80,7 @@ STATE = "perspect_colbert.json"
 EXACT = "exact.pt"  # exact mode: every document; PLAID mode: the delta
 PLAID_IDS = "plaid_ids.json"  # PLAID id (list position) -> document id
 LEGACY_PICKLES = ("documents_ids_to_plaid_ids.pkl", "plaid_ids_to_documents_ids.pkl")
-_MODELS: dict[str, Any] = {}
-_LOCK = threading.Lock()
 _QUERY_LOCK = threading.Lock()  # the query length is model state, shared by every backend
-
-
-def _quiet():
-    """The stanford PLAID code prints its progress to stdout; keep stdout for our output
-    (`perspect search --json` must print JSON only) and drop that chatter."""
-    import contextlib
-    import io
-
-    return contextlib.redirect_stdout(io.StringIO())
-
-
-def default_model() -> Path:
-    """`$PERSPECT_COLBERT_MODEL`, else the model `perspect train --task colbert` writes."""
-    return paths.colbert_model()
-
-
-def setup_torch_extensions() -> None:
-    """Compile PLAID's C++ kernels into the project, once, not into a shared user cache."""
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(paths.torch_extensions()))
-
-
-_KERNELS: threading.Thread | None = None
-
-
-def compile_kernels_in_background() -> None:
-    """Start compiling PLAID's C++ kernels (when missing) on a second thread: a build that
-    creates a ColBERT index needs them by its end, and encoding needs the CPU less than a
-    compiler on one core. A failure here is left to the code that needs them (a pool small
-    enough for exact scoring never does)."""
-    global _KERNELS
-    with _LOCK:
-        if _KERNELS is None and not plaid_kernels.built():
-            _KERNELS = threading.Thread(target=_compile_kernels, name="perspect-plaid-kernels")
-            _KERNELS.start()
-
-
-def wait_for_kernels() -> None:
-    if _KERNELS is not None:
-        _KERNELS.join()
-
-
-def build_kernels() -> Path:
-    """PLAID's C++ kernels for this configuration, compiled now if missing (a search never
-    compiles them: `perspect models prepare` and index builds do)."""
-    return plaid_kernels.ensure()
-
-
-def _compile_kernels() -> None:
-    with contextlib.suppress(Exception):
-        plaid_kernels.ensure()
-
-
-def model_fingerprint(folder: str | Path) -> str:
-    """Cheap identity of a saved model: size and mtime of its weight files, plus its manifest."""
-    folder = Path(folder)
-    parts = []
-    for f in sorted(folder.rglob("*")):
-        if f.is_file() and f.suffix in (".safetensors", ".bin", ".json"):
-            parts.append(f"{f.relative_to(folder)}:{f.stat().st_size}")
-    import hashlib
-
-    man = folder / "perspect_manifest.json"
-    if man.is_file():
-        parts.append(man.read_text())
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-def query_graph(model: str | Path) -> bool:
-    """Make the ONNX graph a search encodes queries of `model` with (`perspect models prepare`);
-    True when the queries are served on ONNX Runtime, False on PyTorch."""
-    from perspect.retriever import onnx_query
-
-    path = str(Path(model).resolve())
-    return onnx_query.session(load_colbert(path), path, model_fingerprint(path)) is not None
-
-
-def load_colbert(name: str | Path, query_maxlen: int = 32, doc_maxlen: int = 256):
-    """Load (once per process) a PyLate ColBERT model: a bundle entry, a local folder, or a hub id
-    when online."""
-    if Path(name).is_dir():
-        name = bundle.resolve(name)  # a bundle entry, checked; refused without its bundle.json
-    local = Path(name).exists()
-    key = f"{Path(name).resolve() if local else name}|{query_maxlen}|{doc_maxlen}"
-    with _LOCK:
-        if key not in _MODELS:
-            if not local and str(name).startswith(("/", ".", "~")):
-                raise ModelError(
-                    f"no ColBERT model at {name}",
-                    hint="train one: perspect train --task colbert (or use --retrievers bm25)",
-                )
-            from pylate import models
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.set_verbosity_error()
-            try:
-                _MODELS[key] = models.ColBERT(
-                    model_name_or_path=str(name),
-                    device="cpu",
-                    query_length=query_maxlen,
-                    document_length=doc_maxlen,
-                )
-            except OSError as e:
-                raise ModelError(
-                    f"cannot load ColBERT model {name}: {str(e).splitlines()[0]}",
-                    hint="pass a local model folder, or go online for a hub id",
-                ) from None
-        return _MODELS[key]
-
-
-def _stanford():
-    """PyLate's copy of the Stanford PLAID searcher and its config class, imported without
-    running `pylate/indexes/__init__.py`: that file imports every index PyLate has, and through
-    them transformers, datasets and pandas (2.9 s measured) that reading a PLAID index never
-    touches. A stand-in package object serves the import and is dropped right after, so a later
-    `import pylate.indexes` (an index build) loads the real one and finds these modules loaded."""
-    import importlib
-    import importlib.util
-    import sys
-    import types
-
-    name = "pylate.indexes"
-    with _LOCK:
-        if name not in sys.modules:
-            spec = importlib.util.find_spec(name)
-            stub = types.ModuleType(name)
-            stub.__path__ = list(spec.submodule_search_locations or [])
-            sys.modules[name] = stub
-            try:
-                importlib.import_module(f"{name}.stanford_nlp.searcher")
-                importlib.import_module(f"{name}.stanford_nlp.infra.config")
-            finally:
-                if sys.modules.get(name) is stub:
-                    del sys.modules[name]
-                parent = sys.modules.get("pylate")
-                if parent is not None and getattr(parent, "indexes", None) is stub:
-                    delattr(parent, "indexes")
-        else:  # the real package is loaded (an index build ran in this process)
-            importlib.import_module(f"{name}.stanford_nlp.searcher")
-            importlib.import_module(f"{name}.stanford_nlp.infra.config")
-        _silence(f"{name}.stanford_nlp")
-    searcher = sys.modules[f"{name}.stanford_nlp.searcher"]
-    config = sys.modules[f"{name}.stanford_nlp.infra.config"]
-    return searcher.Searcher, config.ColBERTConfig
-
-
-def _silence(package: str) -> None:
-    """Mute the Stanford code's chatter for good: `print_message` lines on stdout (which
-    `perspect search --json` keeps for JSON) and the index loader's progress bar on stderr.
-    Muted once at import, not around each call: swapping `sys.stdout` is process-wide, and a
-    warm-up thread swapping it beside a search thread could leave it swapped."""
-    import sys
-    import types
-
-    def silent(*args, **kwargs) -> str:
-        return ""
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith(package) and hasattr(module, "print_message"):
-            module.print_message = silent
-
-    def passthrough(it=None, *args, **kwargs):
-        return it
-
-    for name, module in list(sys.modules.items()):
-        # every progress bar of the Stanford code, on the index loader and on the build (the
-        # collection indexer passes `disable=False` itself, so TQDM_DISABLE cannot reach it):
-        # raw tqdm lines between Perspect's rich bars
-        bar = getattr(module, "tqdm", None) if name.startswith(package) else None
-        if isinstance(bar, types.ModuleType):
-            module.tqdm = types.SimpleNamespace(tqdm=passthrough)
-        elif bar is not None and callable(bar):
-            module.tqdm = passthrough
-
-
-def _silence_build() -> None:
-    """The build's bars live in modules PyLate imports only when it indexes: import them now
-    and mute them (`_silence`) before `add_documents` runs."""
-    import importlib
-
-    package = "pylate.indexes.stanford_nlp"
-    for mod in (
-        "indexing.collection_indexer",
-        "indexing.utils",
-        "indexing.codecs.residual_embeddings",
-        "utils.coalesce",
-        "search.index_loader",
-    ):
-        with contextlib.suppress(ImportError):  # another PyLate: its bars show, nothing breaks
-            importlib.import_module(f"{package}.{mod}")
-    _silence(package)
-
-
-class _LightQuery:
-    """A ColBERT query as PyLate's `tokenize(is_query=True)` + forward make it (tested equal):
-    wordpieces truncated to the query length less one, padded with [MASK] (query expansion),
-    the [Q] marker put after [CLS], attention on the real tokens only."""
-
-    def __init__(self, tokenizer, session, prefix_id: int):
-        self.tokenizer, self.session, self.prefix_id = tokenizer, session, prefix_id
-
-    def features(self, text: str, length: int) -> dict[str, Any]:
-        import numpy as np
-
-        feats = self.tokenizer.encode([text.strip()], max_length=length - 1, pad_to=length - 1)[0]
-        out = {}
-        for key, fill in (("input_ids", self.prefix_id), ("attention_mask", 1)):
-            v = feats[key]
-            out[key] = np.concatenate([v[:, :1], np.full((1, 1), fill, v.dtype), v[:, 1:]], 1)
-        out["token_type_ids"] = np.zeros_like(out["input_ids"])
-        return out
-
-
-def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
-    from perspect.core.model import onnxrt
-    from perspect.core.model.tokens import TextTokenizer
-
-    folder = Path(model)
-    if not folder.is_dir():
-        return None
-    full = bundle.resolve(folder)
-    cfg_file = full / "config_sentence_transformers.json"
-    cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
-    if (
-        any((cfg.get("prompts") or {}).values())
-        or not cfg.get("do_query_expansion", True)
-        or cfg.get("attend_to_expansion_tokens", False)
-        or not cfg.get("query_prefix")
-    ):
-        return None
-    sess = onnxrt.existing(folder, "colbert-query", fingerprint)
-    if sess is None:
-        return None
-    tok = TextTokenizer(full, pad_token="[MASK]")
-    return _LightQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
 
 
 class ColBERTBackend(Backend):
@@ -323,7 +95,7 @@ class ColBERTBackend(Backend):
         self._model = None
         self._exact_store: dict[str, Any] | None = None
         self._flat = None
-        self._light: Any = None  # _LightQuery, False (PyLate), None (not looked at yet)
+        self._light: Any = None  # onnx_query.ColBERTQuery, False (PyLate), None (not looked at yet)
         self._reader = None  # the Stanford searcher for reads (see _read_searcher)
         self._dead: set[str] | None = None  # tombstoned PLAID documents
         self._reader_lock = threading.Lock()
@@ -390,9 +162,9 @@ class ColBERTBackend(Backend):
         plaid_kernels.install()
         from pylate import indexes
 
-        _silence_build()
+        silence_build()
 
-        with _quiet():
+        with quiet():
             plaid = indexes.PLAID(
                 index_folder=str(self.folder),
                 index_name="plaid",
@@ -416,7 +188,7 @@ class ColBERTBackend(Backend):
     def _read_searcher(self):
         """The Stanford searcher over this index: the PLAID object's when this process built
         it, else one opened for reading alone, without importing PyLate's package (which
-        imports transformers and datasets: ~3 s of a cold start here; see _stanford)."""
+        imports transformers and datasets: ~3 s of a cold start here; see pylate_glue.stanford)."""
         if self._plaid is not None:
             return self._plaid._index.searcher
         with self._reader_lock:  # a warm-up thread may be opening it (warm)
@@ -430,7 +202,7 @@ class ColBERTBackend(Backend):
             # PLAID's .pt files are read with torch.load's default, weights_only=True (no code
             # from data); an environment forcing it off would let a crafted file run code
             os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
-            searcher_cls, config_cls = _stanford()
+            searcher_cls, config_cls = stanford()
             plaid_kernels.install()  # loads the compiled kernels; says how to build missing ones
             config = config_cls(
                 nbits=self.config["nbits"],
@@ -442,7 +214,7 @@ class ColBERTBackend(Backend):
                 centroid_score_threshold=self.config["centroid_score_threshold"],
                 search_batch_size=2**18,
             )
-            # no _quiet() here: a warm-up thread may run this (see _silence)
+            # no quiet() here: a warm-up thread may run this (see pylate_glue._silence)
             try:
                 self._reader = searcher_cls(
                     index="plaid", config=config, index_root=f"{self.folder}/"
@@ -489,7 +261,9 @@ class ColBERTBackend(Backend):
             if self._light is None:
                 light = None
                 if self.config.get("query_runtime", "onnx") == "onnx" and self._model is None:
-                    light = _light_query(self.state["model"], self.state["model_fingerprint"])
+                    light = onnx_query.colbert_query(
+                        self.state["model"], self.state["model_fingerprint"]
+                    )
                 self._light = light or False
         return self._light or None
 
@@ -514,7 +288,7 @@ class ColBERTBackend(Backend):
         Models with a prompt or without query expansion take PyLate's own path."""
         light = self._query_tokens()
         if light is not None:
-            return onnx_query.encode(light.session, light.features(text, self.query_length(text)))
+            return light.encode(text, self.query_length(text))
         import torch
 
         m = self.model
@@ -682,7 +456,7 @@ class ColBERTBackend(Backend):
         if searcher is None or live <= 0:
             return delta
         # Straight to the Stanford searcher: PyLate's __call__ re-reads the id pickle every query.
-        # Its messages are muted at import (_silence): searches run on several threads at once.
+        # Its messages are muted at import (pylate_glue): searches run on several threads at once.
         # Ask for as many more as there are tombstones, so k live ones remain.
         pids, _ranks, scores = searcher.search(q, k=min(k + len(dead), len(mapping)))
         rev = self._rev or {}

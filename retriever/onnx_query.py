@@ -5,16 +5,20 @@ Why: a query is one short sequence (16-64 tokens), where PyTorch eager spends mo
 per-operator overhead. On this 2-core CPU the same MiniLM query encoder took 18.8 ms a query in
 PyTorch and 5.4 ms in ONNX Runtime, with vectors equal to 5e-7 (139 dev claims). Documents are
 still encoded in PyTorch (PyLate, sentence-transformers): batches amortise the overhead there.
+
+`colbert_query` serves a ColBERT query without loading PyLate at all (and so without transformers:
+~3 s of a cold start): the model's tokenizer, its query settings and the graph exported here.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from perspect.core.model import onnxrt
+from perspect.core.model import bundle, onnxrt
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -74,3 +78,52 @@ def sentence_session(model, folder: str | Path, fingerprint: str):
 def encode_sentences(sess, features: dict[str, Any]) -> np.ndarray:
     """Normalised sentence vectors of tokenized texts, (n, dim) float32."""
     return onnxrt.run(sess, features, INPUTS).astype(np.float32, copy=False)
+
+
+class ColBERTQuery:
+    """A ColBERT query as PyLate's `tokenize(is_query=True)` + forward make it (tested equal):
+    wordpieces truncated to the query length less one, padded with [MASK] (query expansion),
+    the [Q] marker put after [CLS], attention on the real tokens only; encoded by the graph
+    `export` wrote."""
+
+    def __init__(self, tokenizer, session, prefix_id: int):
+        self.tokenizer, self.session, self.prefix_id = tokenizer, session, prefix_id
+
+    def features(self, text: str, length: int) -> dict[str, Any]:
+        feats = self.tokenizer.encode([text.strip()], max_length=length - 1, pad_to=length - 1)[0]
+        out = {}
+        for key, fill in (("input_ids", self.prefix_id), ("attention_mask", 1)):
+            v = feats[key]
+            out[key] = np.concatenate([v[:, :1], np.full((1, 1), fill, v.dtype), v[:, 1:]], 1)
+        out["token_type_ids"] = np.zeros_like(out["input_ids"])
+        return out
+
+    def encode(self, text: str, length: int) -> np.ndarray:
+        """Token vectors of one query padded to `length`, (length, dim)."""
+        return encode(self.session, self.features(text, length))
+
+
+def colbert_query(model: str | Path, fingerprint: str) -> ColBERTQuery | None:
+    """The light query path of the ColBERT model folder `model`, or None where it cannot serve:
+    no exported graph yet, or a model that does something else with queries (a prompt, no
+    expansion, attention to the expansion tokens), which PyLate's own path then serves."""
+    from perspect.core.model.tokens import TextTokenizer
+
+    folder = Path(model)
+    if not folder.is_dir():
+        return None
+    full = bundle.resolve(folder)
+    cfg_file = full / "config_sentence_transformers.json"
+    cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
+    if (
+        any((cfg.get("prompts") or {}).values())
+        or not cfg.get("do_query_expansion", True)
+        or cfg.get("attend_to_expansion_tokens", False)
+        or not cfg.get("query_prefix")
+    ):
+        return None
+    sess = onnxrt.existing(folder, "colbert-query", fingerprint)
+    if sess is None:
+        return None
+    tok = TextTokenizer(full, pad_token="[MASK]")
+    return ColBERTQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
