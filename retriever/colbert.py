@@ -37,10 +37,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import string
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from perspect.core import paths
 from perspect.core.errors import IndexDamaged, ModelError
@@ -274,10 +277,10 @@ class _LightQuery:
 
     def __init__(self, tokenizer, session, prefix_id: int):
         self.tokenizer, self.session, self.prefix_id = tokenizer, session, prefix_id
+        self.doc_prefix_id: int | None = None  # documents too, where the model's config allows
+        self.skiplist = None
 
     def features(self, text: str, length: int) -> dict[str, Any]:
-        import numpy as np
-
         feats = self.tokenizer.encode([text.strip()], max_length=length - 1, pad_to=length - 1)[0]
         out = {}
         for key, fill in (("input_ids", self.prefix_id), ("attention_mask", 1)):
@@ -285,6 +288,25 @@ class _LightQuery:
             out[key] = np.concatenate([v[:, :1], np.full((1, 1), fill, v.dtype), v[:, 1:]], 1)
         out["token_type_ids"] = np.zeros_like(out["input_ids"])
         return out
+
+    def doc_features(self, text: str, length: int) -> dict[str, Any]:
+        """A document as PyLate's `tokenize(is_query=False)` makes it: truncated to the document
+        length less one, the [D] marker after [CLS], no padding (one document a call)."""
+        feats = self.tokenizer.encode([text.strip()], max_length=length - 1)[0]
+        out = {}
+        for key, fill in (("input_ids", self.doc_prefix_id), ("attention_mask", 1)):
+            v = feats[key]
+            out[key] = np.concatenate([v[:, :1], np.full((1, 1), fill, v.dtype), v[:, 1:]], 1)
+        out["token_type_ids"] = np.zeros_like(out["input_ids"])
+        return out
+
+    def encode_doc(self, text: str, length: int):
+        """A document's token vectors as PyLate's `encode(is_query=False)` gives them (tested
+        equal): the graph's normalised vectors less the skiplist's tokens (punctuation)."""
+        feats = self.doc_features(text, length)
+        vecs = onnx_query.encode(self.session, feats)
+        keep = ~np.isin(feats["input_ids"][0], self.skiplist)
+        return vecs[keep]
 
 
 def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
@@ -308,7 +330,17 @@ def _light_query(model: str, fingerprint: str) -> _LightQuery | None:
     if sess is None:
         return None
     tok = TextTokenizer(full, pad_token="[MASK]")
-    return _LightQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
+    light = _LightQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
+    if cfg.get("document_prefix") and not cfg.get("prompts", {}).get("document"):
+        light.doc_prefix_id = tok.token_or(cfg["document_prefix"], -1)  # as the query's: whole
+        if light.doc_prefix_id < 0:
+            light.doc_prefix_id = None  # PyLate's path then
+        # PyLate's skiplist: each word's token id, the unknown token's for a word not in the
+        # vocabulary (what `convert_tokens_to_ids` gives it)
+        words = cfg.get("skiplist_words") or list(string.punctuation)
+        unk = tok.token_id("[UNK]")
+        light.skiplist = np.array([tok.token_or(w, unk) for w in words], dtype=np.int64)
+    return light
 
 
 class ColBERTBackend(Backend):
@@ -540,6 +572,17 @@ class ColBERTBackend(Backend):
         if is_query:
             with _QUERY_LOCK:
                 return [self._encode_query(t) for t in texts]
+        light = self._query_tokens()
+        if light is not None and light.doc_prefix_id is not None:
+            # the exported graph, one document a call (its batch axis is fixed): an add of a
+            # few articles loads neither PyLate nor transformers (issue 42)
+            n = int(self.config["doc_maxlen"])
+            out = []
+            for t in texts:
+                out.append(light.encode_doc(t, n))
+                if progress:
+                    progress(1)
+            return out
         bs = int(self.config["encode_batch_size"])
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         embs: list[Any] = [None] * len(texts)
@@ -558,7 +601,8 @@ class ColBERTBackend(Backend):
         if not items:
             return
         embs = self.encode([it.text for it in items], is_query=False, progress=progress)
-        self._onnx_session()  # export the query graph now, not at a user's first search
+        if self._query_tokens() is None:  # the graph is not made: now, not at a first search
+            self._onnx_session()
         self.add_encoded([it.id for it in items], embs)
 
     def add_encoded(self, ids: Sequence[str], embs: Sequence[Any]) -> None:
