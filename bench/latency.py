@@ -1,10 +1,13 @@
 """Whole-search latency of the engine vs a naive pipeline, over PERSPECTRUM dev claims, in one run.
 
     python bench/latency.py [--index default] [--home indexes] [--model models/pair] [--limit N]
+                            [--baseline-tree DIR]
 
 Engine: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance from
-one forward pass, equivalence from stored vectors and the equivalence cross-encoder, evidence from
-links precomputed at index time), its models served on ONNX Runtime (the default); the same on
+one forward pass, equivalence from stored vectors and the equivalence model, asked lazily as the
+clusters form, evidence from links precomputed at index time), its models served on ONNX Runtime
+(the default); `--baseline-tree`: the default engine of another checkout (the previous main,
+exported by bench/baseline.py) in its own process, taking turns with the others; the same on
 PyTorch, with the cross-encoders int8-quantized (PyTorch), and int8 with a bounded equivalence
 budget (`--caps`: at most N pairs through the equivalence cross-encoder). Cold start: a first
 `perspect search` in a new process. Naive: the same cross-encoder on BM25 top-k with separate
@@ -25,6 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import baseline  # noqa: E402
 
 from perspect import Perspect  # noqa: E402
 from perspect.core.datasets.perspectrum import load_claims  # noqa: E402
@@ -91,6 +97,12 @@ def main() -> int:
         help="also time the default engine on this index (same home and models): before / after",
     )
     ap.add_argument(
+        "--baseline-tree",
+        default=None,
+        help="also time the default engine of this checkout (the previous main, exported by "
+        "bench/baseline.py), in its own process, taking turns claim by claim",
+    )
+    ap.add_argument(
         "--only-variants",
         action="store_true",
         help="time the default engine and the --caps variants only (no int8 / PyTorch rows, naive)",
@@ -148,9 +160,16 @@ def main() -> int:
                 model=args.baseline_model,
                 config=EngineConfig(quantize=True, equivalence_ce_max_pairs=cap),
             )
+    worker = None
+    if args.baseline_tree:
+        home = str(Path(args.home or ROOT / "indexes").resolve())
+        worker = baseline.search_worker(Path(args.baseline_tree), args.index, home)
+        worker.ask(claims[0])
+    tree_row = f"previous main ({Path(args.baseline_tree).name})" if worker else None
     eng = p.engine()
     passes = [0]  # cross-encoder passes (one pair in one order) of the current "engine" search
     ce_passes: list[int] = []
+    pairs_scored: list[int] = []  # pairs the equivalence model scored (engine), any model
     if eng.equivalence_ce is not None:
         score = eng.equivalence_ce.one_order
         eng.equivalence_ce.one_order = lambda c, pairs, reverse=False: (
@@ -167,7 +186,11 @@ def main() -> int:
     print("| pipeline | p50 ms | p95 ms | mean ms | clusters/claim |")
     print("|---|---|---|---|---|")
     stage_times: dict[str, list[float]] = {}
-    names = (*engines, *(() if args.only_variants else ("naive",)))
+    names = (
+        *engines,
+        *((tree_row,) if worker else ()),
+        *(() if args.only_variants else ("naive",)),
+    )
     times: dict[str, list[float]] = {n: [] for n in names}
     sizes: dict[str, list[int]] = {n: [] for n in names}
     # Claim by claim, every pipeline in turn: run one pipeline over all claims, then the next,
@@ -176,11 +199,21 @@ def main() -> int:
     for c in claims:
         for name in names:
             t0 = time.perf_counter()
+            if name == tree_row:
+                got = worker.ask(c)
+                sizes[name].append(got["clusters"])
+                times[name].append(got["ms"])  # timed in its process: no pipe in it
+                continue
             if name in engines:
                 passes[0] = 0
+                eng_q = engines[name].engine()
+                eng_q.clusters.last = None
                 r = engines[name].search(c)
                 if name == "engine" and eng.equivalence_ce is not None:
                     ce_passes.append(passes[0])
+                if name == "engine":
+                    last = eng_q.clusters.last
+                    pairs_scored.append(len(last.scored) if last is not None else 0)
                 sizes[name].append(len(r.clusters))
                 for k, v in r.timings_ms.items():
                     stage_times.setdefault(f"{name}: {k}", []).append(v)
@@ -200,11 +233,22 @@ def main() -> int:
     print("(naive 'clusters' = kept perspectives: it does not cluster)")
     if args.cold:
         cold_start(args, claims[1])
+        if args.baseline_tree:
+            print(f"{tree_row}:", end=" ")
+            cold_start(args, claims[1], Path(args.baseline_tree))
         if args.baseline_model:
             print(f"baseline {args.baseline_model}:", end=" ")
             cold_start(
                 argparse.Namespace(**{**vars(args), "model": args.baseline_model}), claims[1]
             )
+    if worker:
+        worker.close()
+    if pairs_scored:
+        print(
+            f"equivalence pairs scored per search (engine, lazy complete-link): median "
+            f"{statistics.median(pairs_scored):.0f}, p95 {pct(pairs_scored, 0.95)}, "
+            f"max {max(pairs_scored)}"
+        )
     if ce_passes:
         print(
             f"equivalence cross-encoder passes per search (engine; a pair in one order): median "
@@ -213,18 +257,23 @@ def main() -> int:
     return 0
 
 
-def cold_start(args, claim: str) -> None:
+def cold_start(args, claim: str, tree: Path | None = None) -> None:
     """A first `perspect search` in a new process, as a user types it: wall time to the answer
-    (the models' cache already built: the first-ever run also rebuilds the bundle once)."""
+    (the models' cache already built: the first-ever run also rebuilds the bundle once); `tree`:
+    that checkout's (bench/baseline.py)."""
     import subprocess
 
-    cmd = [str(Path(sys.executable).with_name("perspect")), "search", claim, "--index", args.index]
-    cmd += ["--json"] + (["--home", args.home] if args.home else [])
-    cmd += ["--model", args.model] if args.model else []
+    home = str(Path(args.home or ROOT / "indexes").resolve())
+    argv = ["search", claim, "--index", args.index, "--json", "--home", home]
+    argv += ["--model", args.model] if args.model else []
     walls = []
     for _ in range(args.cold):
         t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        if tree is None:
+            cmd = [str(Path(sys.executable).with_name("perspect")), *argv]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+        else:
+            r = baseline.run(tree, argv, capture_output=True, text=True)
         walls.append(time.perf_counter() - t0)
         if r.returncode:
             print(f"cold start failed: {r.stderr.strip().splitlines()[-1:]}")

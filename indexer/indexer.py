@@ -18,19 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perspect.core import background
 from perspect.core.errors import PerspectError, environment_error
 from perspect.core.index import integrity
 from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.index.layout import IndexDir
 from perspect.core.index.links import LINKS
-from perspect.core.index.stance_states import States, quantize
+from perspect.core.index.stance_states import STATES, States
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
 from perspect.core.types import POOLS, Item
+from perspect.indexer import derived
 from perspect.indexer.check_search import check_in_child
 from perspect.indexer.judged_links import judge_links
-from perspect.indexer.links import KEEP, Links, compute, with_sentences
+from perspect.indexer.links import Links
 from perspect.indexer.news import read_news
 from perspect.indexer.readers import ReadReport, read_pool
 from perspect.reranker import factory, stance_trunk
@@ -139,7 +141,7 @@ class Indexer:
             live = self.dir.current()
             manifest = mf.load(live)
             integrity.check(live, manifest)  # never carry a damaged file into the next version
-            version = self._clone(live, manifest)
+            version = self._clone(live, manifest, self._touched([s.pool for s in sources]))
             try:
                 report = self._write(version, manifest, batches, op="add")
             except BaseException:
@@ -160,7 +162,7 @@ class Indexer:
             if pool not in manifest["pools"]:
                 raise PerspectError(f"index {self.name!r} has no {pool} pool")
             integrity.check(live, manifest)
-            version = self._clone(live, manifest)
+            version = self._clone(live, manifest, self._touched([pool]))
             try:
                 store = ItemStore(version / pool)
                 present = sorted(store.existing(ids))
@@ -221,7 +223,10 @@ class Indexer:
             live = self.dir.current()
             manifest = mf.load(live)
             integrity.check(live, manifest, skip=retriever)  # what is rebuilt may be damaged
-            version = self._clone(live, manifest)
+            # the retriever's folders are made anew (removed first), as the links are
+            version = self._clone(
+                live, manifest, [*(f"{p}/{retriever}" for p in manifest["pools"]), LINKS]
+            )
             try:
                 cfg = manifest["config"]
                 if retriever not in cfg["retrievers"]:
@@ -264,7 +269,7 @@ class Indexer:
             if "perspectives" not in manifest["pools"]:
                 raise PerspectError(f"index {self.name!r} has no perspective pool")
             integrity.check(live, manifest)
-            version = self._clone(live, manifest)
+            version = self._clone(live, manifest, [f"perspectives/{STATES}", LINKS])
             try:
                 had = manifest["config"].get("stance_states") and self._states_current(version)
                 manifest["config"]["stance_states"] = True
@@ -335,7 +340,9 @@ class Indexer:
             out.append((src, rep))
         return out
 
-    def _clone(self, live: Path, manifest: dict[str, Any]) -> Path:
+    def _clone(self, live: Path, manifest: dict[str, Any], touched: Sequence[str]) -> Path:
+        """The next version: the files under `touched` (paths relative to the version: what this
+        write may change in place) copied, every other file hard-linked to the live one's."""
         cfg = IndexConfig.from_json(manifest["config"])
         classes = {k: backend_class(k, cfg.backends.get(k, {})) for k in cfg.retrievers}
 
@@ -343,7 +350,14 @@ class Indexer:
             return any(k in p.parts and c.immutable_file(p.name) for k, c in classes.items())
 
         with self.reporter.stage("copying the live version (copy-on-write)"):
-            return self.dir.new_version(clone_from=live, immutable=immutable)
+            return self.dir.new_version(clone_from=live, immutable=immutable, touched=touched)
+
+    @staticmethod
+    def _touched(pools: Sequence[str]) -> list[str]:
+        """What a write to `pools` may change in place: their folders, and the links when it
+        writes perspectives or evidence (the links join the two)."""
+        links = [LINKS] if {"perspectives", "evidence"} & set(pools) else []
+        return [*pools, *links]
 
     def _open_backends(
         self, pool_dir: Path, manifest: dict[str, Any], writable: bool, create: bool = False
@@ -395,7 +409,8 @@ class Indexer:
             )
         libs: dict[str, str] = {}
         seconds: dict[str, float] = {}
-        for pool, items in by_pool.items():
+        states = None  # the stance states, computed beside the other pools' encoders
+        for pool, items in self._perspectives_first(by_pool):
             pool_dir = version / pool
             is_new = not pool_dir.exists()
             store = ItemStore(pool_dir)
@@ -414,13 +429,23 @@ class Indexer:
                     self._rebuild_backend(type(b), b.folder, store, manifest)
             manifest["pools"][pool] = self._pool_entry(store, manifest)
             store.close()
-        if "evidence" in by_pool or op == "build":
-            self._link(version, manifest)  # new evidence can outrank any existing link
-        elif "perspectives" in by_pool:
-            self._link(version, manifest, [it.id for it in by_pool["perspectives"]])
-        if "perspectives" in by_pool:
-            fresh = op == "build" or not States.exists(version / "perspectives")
-            self._states(version, manifest, None if fresh else by_pool["perspectives"])
+            if pool == "perspectives":
+                # the trunk's lower layers (PyTorch) need only the stored perspectives: they run
+                # on a second thread while the other pools are encoded and the links computed,
+                # much of which (tantivy's searches, tokenizing, SQLite) holds one core (issue 42)
+                fresh = op == "build" or not States.exists(version / "perspectives")
+                part = None if fresh else items
+                states = background.Pending(
+                    "perspect-states", lambda part=part: self._states(version, manifest, part)
+                )
+        try:
+            if "evidence" in by_pool or op == "build":
+                self._link(version, manifest)  # new evidence can outrank any existing link
+            elif "perspectives" in by_pool:
+                self._link(version, manifest, [it.id for it in by_pool["perspectives"]])
+        finally:
+            if states is not None:
+                states.result()
         if "evidence" in by_pool or op == "build":
             judge_links(version, manifest, self.reporter)
         elif "perspectives" in by_pool:
@@ -439,91 +464,16 @@ class Indexer:
             seconds=seconds,
         )
 
+    @staticmethod
+    def _perspectives_first(by_pool: dict[str, list[Item]]) -> list[tuple[str, list[Item]]]:
+        """The pools to write, perspectives first: their stance states start soonest."""
+        return sorted(by_pool.items(), key=lambda kv: kv[0] != "perspectives")
+
     def _link(self, version: Path, manifest: dict[str, Any], pids: list[str] | None = None) -> None:
-        """Precompute perspective -> evidence links (see `indexer.links`) for `pids`, or for every
-        perspective when `pids` is None."""
-        if not {"perspectives", "evidence"} <= set(manifest["pools"]):
-            return
-        if not IndexConfig.from_json(manifest["config"]).links:
-            return
-        kinds = set(manifest["config"]["retrievers"]) & {"bm25", "dense"}
-        if not kinds:
-            return
-        t0 = time.perf_counter()
-        cfg = IndexConfig.from_json(manifest["config"])
-        store = ItemStore(version / "perspectives", readonly=True)
-        if pids is None:
-            items = [(it.id, it.text) for it in store]
-        else:
-            got = store.get_many(pids)
-            items = [(p, got[p].text) for p in pids if p in got]
-        store.close()
-        ev = {
-            k: backend_class(k, cfg.backends.get(k, {})).open(
-                version / "evidence" / k, cfg.backends.get(k, {})
-            )
-            for k in sorted(kinds)
-        }
-        vecs = None
-        if "dense" in ev:
-            pd = backend_class("dense", cfg.backends.get("dense", {})).open(
-                version / "perspectives" / "dense", cfg.backends.get("dense", {})
-            )
-            vecs = pd.vectors([p for p, _ in items])
-            pd.close()
-        links = Links(version, readonly=False)
-        if pids is None:
-            links.clear()
-        with self.reporter.stage("linking perspectives to evidence", total=len(items)) as adv:
-            rows = compute(items, ev, vecs, progress=adv)
-        if vecs is not None:
-            eids = sorted({x.evidence_id for _, got in rows for x in got})
-            evs = ItemStore(version / "evidence", readonly=True)
-            texts = {e: it.text for e, it in evs.get_many(eids).items()}
-            evs.close()
-            with self.reporter.stage("citing evidence sentences", total=len(eids)) as adv:
-                rows = with_sentences(rows, vecs, texts, ev["dense"].embed_queries, progress=adv)
-        links.replace(rows)
-        manifest["links"] = {
-            "perspectives": links.count(),
-            "keep": KEEP,
-            "retrievers": sorted(kinds),
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
-        links.close()
-        for b in ev.values():
-            b.close()
+        derived.link(version, manifest, self.reporter, pids)
 
     def _states(self, version: Path, manifest: dict[str, Any], items: list[Item] | None) -> None:
-        """Store the stance trunk's lower-layer states of `items` (None: of every perspective):
-        a search then runs only the claim's lower layers and the top ones per candidate."""
-        if not IndexConfig.from_json(manifest["config"]).stance_states:
-            return
-        if stance_trunk.bundled() is None:
-            return
-        t0 = time.perf_counter()
-        with self.reporter.stage("loading the stance trunk"):
-            trunk = factory.load(["trunk"], factory.TORCH).trunk  # the bundle's, on PyTorch
-        store = ItemStore(version / "perspectives", readonly=True)
-        todo = [(it.id, it.text) for it in (store if items is None else items)]
-        store.close()
-        states = States(version / "perspectives", readonly=False)
-        states.set_key(trunk.states_key)
-        if items is None:
-            states.drop([p for (p,) in states.db.execute("SELECT pid FROM states")])
-        step = 256
-        with self.reporter.stage("storing stance states", total=len(todo)) as adv:
-            for s in range(0, len(todo), step):
-                chunk = todo[s : s + step]
-                lower = trunk.lower([t for _, t in chunk])
-                states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
-                adv(len(chunk))
-        manifest["stance_states"] = {
-            "count": states.count(),
-            "key": trunk.states_key,
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
-        states.close()
+        derived.store_states(version, manifest, self.reporter, items)
 
     def _rebuild_backend(
         self, cls: type[Backend], folder: Path, store: ItemStore, manifest: dict[str, Any]

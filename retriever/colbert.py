@@ -314,6 +314,17 @@ class ColBERTBackend(Backend):
         if is_query:
             with _QUERY_LOCK:
                 return [self._encode_query(t) for t in texts]
+        light = self._query_tokens()
+        if light is not None and light.doc_prefix_id is not None:
+            # the exported graph, one document a call (its batch axis is fixed): an add of a
+            # few articles loads neither PyLate nor transformers (issue 42)
+            n = int(self.config["doc_maxlen"])
+            out = []
+            for t in texts:
+                out.append(light.encode_doc(t, n))
+                if progress:
+                    progress(1)
+            return out
         bs = int(self.config["encode_batch_size"])
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         embs: list[Any] = [None] * len(texts)
@@ -332,7 +343,8 @@ class ColBERTBackend(Backend):
         if not items:
             return
         embs = self.encode([it.text for it in items], is_query=False, progress=progress)
-        self._onnx_session()  # export the query graph now, not at a user's first search
+        if self._query_tokens() is None:  # the graph is not made: now, not at a first search
+            self._onnx_session()
         self.add_encoded([it.id for it in items], embs)
 
     def add_encoded(self, ids: Sequence[str], embs: Sequence[Any]) -> None:

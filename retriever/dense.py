@@ -190,10 +190,15 @@ class DenseBackend(Backend):
         present = [it.id for it in items if it.id in self._pos]
         if present:
             self.delete(present)
-        vecs = encode(
-            self.model, [it.text for it in items], int(self.config["batch_size"]), progress
-        )
-        self._query_session()  # export the query graph now, not at a user's first search
+        # the encoder's ONNX graph where it is made (the query graph: the whole forward, batch
+        # free; the same vectors within 1e-5, tests/test_dense.py), else PyTorch, which then
+        # exports it for the next write and the first search: an add of a few articles imports
+        # neither torch nor sentence-transformers (issue 42)
+        texts = [it.text for it in items]
+        if self._query_session() is not None:
+            vecs = self.embed_queries(texts, progress)
+        else:
+            vecs = encode(self.model, texts, int(self.config["batch_size"]), progress)
         self.add_encoded([it.id for it in items], vecs)
 
     def add_encoded(self, ids: Sequence[str], vecs: np.ndarray) -> None:
@@ -246,13 +251,13 @@ class DenseBackend(Backend):
         self.config.update(cfg)
 
     # -- reads -----------------------------------------------------------------------------------
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_queries(self, texts: Sequence[str], progress: ProgressFn | None = None) -> np.ndarray:
         """Query-time vectors (a claim, a search's evidence sentences) on ONNX Runtime where it
         can (dense p50 37 -> see bench/retrieval.py), in length-sorted calls of ONNX_BATCH
         texts: a search never loads PyTorch for them; else sentence-transformers in PyTorch."""
         sess = self._query_session() if texts else None
         if sess is None:
-            return encode(self.model, texts, int(self.config["batch_size"]))
+            return encode(self.model, texts, int(self.config["batch_size"]), progress)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: np.ndarray | None = None
         for s in range(0, len(order), ONNX_BATCH):
@@ -261,6 +266,8 @@ class DenseBackend(Backend):
             if out is None:
                 out = np.zeros((len(texts), got.shape[1]), dtype=got.dtype)
             out[idx] = got
+            if progress:
+                progress(len(idx))
         return out
 
     def _onnx_vectors(self, sess, texts: list[str]) -> np.ndarray:

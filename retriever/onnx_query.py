@@ -13,6 +13,7 @@ still encoded in PyTorch (PyLate, sentence-transformers): batches amortise the o
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,8 @@ class ColBERTQuery:
 
     def __init__(self, tokenizer, session, prefix_id: int):
         self.tokenizer, self.session, self.prefix_id = tokenizer, session, prefix_id
+        self.doc_prefix_id: int | None = None  # documents too, where the model's config allows
+        self.skiplist = None
 
     def features(self, text: str, length: int) -> dict[str, Any]:
         feats = self.tokenizer.encode([text.strip()], max_length=length - 1, pad_to=length - 1)[0]
@@ -101,6 +104,25 @@ class ColBERTQuery:
     def encode(self, text: str, length: int) -> np.ndarray:
         """Token vectors of one query padded to `length`, (length, dim)."""
         return encode(self.session, self.features(text, length))
+
+    def doc_features(self, text: str, length: int) -> dict[str, Any]:
+        """A document as PyLate's `tokenize(is_query=False)` makes it: truncated to the document
+        length less one, the [D] marker after [CLS], no padding (one document a call)."""
+        feats = self.tokenizer.encode([text.strip()], max_length=length - 1)[0]
+        out = {}
+        for key, fill in (("input_ids", self.doc_prefix_id), ("attention_mask", 1)):
+            v = feats[key]
+            out[key] = np.concatenate([v[:, :1], np.full((1, 1), fill, v.dtype), v[:, 1:]], 1)
+        out["token_type_ids"] = np.zeros_like(out["input_ids"])
+        return out
+
+    def encode_doc(self, text: str, length: int) -> np.ndarray:
+        """A document's token vectors as PyLate's `encode(is_query=False)` gives them (tested
+        equal): the graph's normalised vectors less the skiplist's tokens (punctuation)."""
+        feats = self.doc_features(text, length)
+        vecs = encode(self.session, feats)
+        keep = ~np.isin(feats["input_ids"][0], self.skiplist)
+        return vecs[keep]
 
 
 def colbert_query(model: str | Path, fingerprint: str) -> ColBERTQuery | None:
@@ -126,4 +148,14 @@ def colbert_query(model: str | Path, fingerprint: str) -> ColBERTQuery | None:
     if sess is None:
         return None
     tok = TextTokenizer(full, pad_token="[MASK]")
-    return ColBERTQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
+    light = ColBERTQuery(tok, sess, tok.token_id(cfg["query_prefix"]))
+    if cfg.get("document_prefix") and not cfg.get("prompts", {}).get("document"):
+        light.doc_prefix_id = tok.token_or(cfg["document_prefix"], -1)  # as the query's: whole
+        if light.doc_prefix_id < 0:
+            light.doc_prefix_id = None  # PyLate's path then
+        # PyLate's skiplist: each word's token id, the unknown token's for a word not in the
+        # vocabulary (what `convert_tokens_to_ids` gives it)
+        words = cfg.get("skiplist_words") or list(string.punctuation)
+        unk = tok.token_id("[UNK]")
+        light.skiplist = np.array([tok.token_or(w, unk) for w in words], dtype=np.int64)
+    return light

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from perspect.core import background
 from perspect.core.errors import NotInIndex, PerspectError
@@ -26,6 +26,8 @@ from perspect.core.types import POOLS, Hit, HitList, validate_claim
 from perspect.retriever.base import Backend, VectorBackend
 from perspect.retriever.fusion import rrf
 from perspect.retriever.registry import backend_class
+
+T = TypeVar("T")
 
 MAX_K = 1000
 HYBRID = "hybrid"
@@ -126,6 +128,23 @@ class Searcher:
         finally:
             self._local.view = None
             self._release(view)
+
+    def carried(self, work: Callable[[], T]) -> Callable[[], T]:
+        """`work` as it runs on another thread, reading the version this thread has pinned (the
+        search it is part of), which stays held until it returns."""
+        with self._lock:
+            view = self._v
+            view.users += 1
+
+        def run() -> T:
+            self._local.view = view
+            try:
+                return work()
+            finally:
+                self._local.view = None
+                self._release(view)
+
+        return run
 
     def refresh(self) -> bool:
         """Move to the newest published version; True if it changed."""

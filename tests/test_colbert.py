@@ -238,6 +238,29 @@ def test_queries_without_pylate_are_pylates_queries(tiny_colbert, tmp_path):
         assert vecs.shape == tuple(ref.shape) and np.allclose(vecs, ref, atol=1e-5)
 
 
+def test_documents_without_pylate_are_pylates_documents(tiny_colbert, tmp_path):
+    """A write encodes documents with the exported graph once it is made (issue 42: an add of a
+    few articles loaded PyLate and transformers): PyLate's own vectors, skiplist and truncation
+    included."""
+    pool = write_jsonl(tmp_path / "p.jsonl", DOCS)
+    Indexer("c", home=tmp_path / "h", config=_config(tiny_colbert)).build(
+        [Source("perspectives", pool)]
+    )
+    ref_b = Perspect.open("c", home=tmp_path / "h")._searcher.backend("perspectives", "colbert")
+    assert ref_b._onnx_session() is not None  # the graph is exported
+    texts = [
+        "Animals feel pain!",
+        "  Tierrechte für Zoos: ja? (oder nein) ",
+        " ".join(["animals feel pain, and deserve rights."] * 60),  # past the document length
+    ]
+    b = Perspect.open("c", home=tmp_path / "h")._searcher.backend("perspectives", "colbert")
+    got = b.encode(texts, is_query=False)
+    assert b._light and b._model is None  # PyLate's model never loaded
+    ref = ref_b.model.encode(texts, is_query=False, show_progress_bar=False)
+    for vecs, want in zip(got, ref, strict=True):
+        assert vecs.shape == tuple(want.shape) and np.allclose(vecs, want, atol=1e-5)
+
+
 def test_queries_fall_back_to_torch_when_the_onnx_export_cannot_be_written(tiny_colbert, tmp_path):
     from perspect.retriever import onnx_query
     from perspect.retriever.colbert import load_colbert

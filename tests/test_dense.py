@@ -148,3 +148,28 @@ def test_runs_overlap_retrievers_and_return_the_query_vector(dense_home):
     assert concurrently([lambda: 1, lambda: 2, lambda: 3]) == [1, 2, 3]
     with pytest.raises(ZeroDivisionError):  # a failing retriever fails the search, loudly
         concurrently([lambda: 1, lambda: 1 / 0])
+
+
+def test_an_add_encodes_on_onnx_runtime_without_loading_pytorch_models(dense_home, tmp_path):
+    """Once the encoder's graph is made, a write encodes its items with it (issue 42: an add of
+    a few articles paid seconds to import sentence-transformers): the vectors PyTorch gives."""
+    import subprocess
+    import sys
+
+    from perspect.retriever.dense import encode
+    from tests.conftest import NEWS, write_jsonl
+
+    news = write_jsonl(tmp_path / "n.jsonl", NEWS)
+    code = (
+        "import sys; from perspect.indexer.indexer import Indexer, Source; "
+        f"Indexer('d', home={str(dense_home)!r}).add([Source('news', {str(news)!r})]); "
+        "print('sentence_transformers' in sys.modules, 'transformers' in sys.modules)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["False", "False"]
+    s = Searcher("d", home=dense_home)
+    b, store = s.backend("news", "dense"), s.store("news")
+    ids = [it.id for it in store]
+    got = b.vectors(ids)
+    assert np.allclose(got, encode(b.model, [store.get(i).text for i in ids]), atol=1e-5)

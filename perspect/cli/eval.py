@@ -70,6 +70,16 @@ def run_eval(args: argparse.Namespace) -> int:
             "—",
             "—",
         )
+    if result.get("T3_default_budget"):
+        b = result["T3_default_budget"]
+        t.add_row(
+            f"  T3 pairs / clusters with the default budget ({b['pairs']} model pairs a claim)",
+            "—",
+            "—",
+            f"{b['T3']['f1']:.1f} / {b['T3_clusters']['f1']:.1f}",
+            "—",
+            "—",
+        )
     if ir:
         t.add_row(
             f"IR baseline ({ret_name} top-{ir_k}, no model, same run)",

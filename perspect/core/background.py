@@ -77,3 +77,27 @@ def stop_all(timeout: float) -> list[Job]:
     for job in jobs:
         job.stop(max(0.0, deadline - time.monotonic()))
     return [j for j in jobs if j.running]
+
+
+class Pending:
+    """A value computed by a background job while the caller does something else: `result()`
+    waits for it and returns it, or raises what the work raised (issue 42: a search looks up
+    its news and evidence while its clusters form)."""
+
+    def __init__(self, name: str, work: Callable[[], object]):
+        self._value: object = None
+        self._error: BaseException | None = None
+
+        def run(cancel: threading.Event) -> None:
+            try:
+                self._value = work()
+            except BaseException as e:  # handed to the caller of result()
+                self._error = e
+
+        self.job = start(name, run)
+
+    def result(self):
+        self.job.thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

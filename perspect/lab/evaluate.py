@@ -76,7 +76,15 @@ def evaluate_perspectrum(
             pred = pe.predict(engine, claims, perspectives, k_persp, tasks, progress=adv)
         searcher.close()
     decisions = engine.decisions
-    scores = pe.score(pred, decisions)
+    scores = pe.score(pred, decisions, equivalence_max_pairs)
+    # every pair scored (the model's own quality) unless a budget was asked for; the default
+    # engine's budget beside it
+    default_budget = EngineConfig().equivalence_ce_max_pairs
+    at_default = (
+        pe.as_json(pe.t3_budgeted(pred, decisions, default_budget), {"pairs": default_budget})
+        if equivalence_max_pairs is None and default_budget is not None
+        else None
+    )
     ir_k = model.manifest.get("ir_baseline_k", 7)
     ir = pe.ir_t1(pred.t1, ir_k).to_json() if pred.t1 else None
     result = pe.as_json(
@@ -101,6 +109,7 @@ def evaluate_perspectrum(
             "model": str(model_dir),
             "quantized": bool(quantize),
             "equivalence_ce_max_pairs": equivalence_max_pairs,
+            "T3_default_budget": at_default,
             "quantized_equivalence": engine.config.quantize
             if quantize_equivalence is None
             else quantize_equivalence,
@@ -124,4 +133,6 @@ def _equivalence_label(pred) -> str:
         return "head"
     if "ce" in pred.t3[0][1]:
         return "stack over stored bi-encoder vectors + the equivalence cross-encoder"
+    if "rel" in pred.t3[0][1]:
+        return "stack over stored bi-encoder vectors + the relation model's equivalence head"
     return "stack over stored bi-encoder vectors"

@@ -21,8 +21,9 @@ from perspect.core.model.decision_stack import Stack
 from perspect.core.model.decision_stack import fit as fit_stack
 from perspect.core.model.decisions import UNCLEAR_TARGET, Decisions
 from perspect.lab import reader_view
-from perspect.pipeline.clusters import complete_link, equivalence_features
+from perspect.pipeline.clusters import MODEL_FEATURES, complete_link, equivalence_features
 from perspect.pipeline.evidence import link_features, ranked_links
+from perspect.pipeline.linkage import lazy_complete_link
 from perspect.reranker.roles import pair_for
 
 
@@ -92,16 +93,10 @@ def predict(
                     }
                     for n, (a, b) in enumerate(pp)
                 ]
-                if engine.equivalence_ce is not None:  # T3 is over every pair: all are scored
-                    texts = [(perspectives[pids[a]], perspectives[pids[b]]) for a, b in pp]
-                    ce = engine.equivalence_ce.predict(c.text, texts)
-                    if engine.config.equivalence_ce_max_pairs is not None and sup:
-                        # a bounded budget: as in the engine, pairs left out count as score 0
-                        s = np.array(sup)
-                        af = equivalence_features(v, s, ij, query.vector, stems)
-                        ce = np.where(engine.ce_pairs(af, engine.decisions.may_merge(s)[ij]), ce, 0)
-                    for f, x in zip(feats, ce, strict=True):
-                        f["ce"] = float(x)
+                # T3 is over every pair: all are scored (a budget applies when scoring: `score`)
+                name, got = model_scores(engine, c.text, pids, perspectives, pp)
+                for f, x in zip(feats, got if name else (), strict=False):
+                    f[name] = float(x)
             elif pp:
                 probs = model.predict(
                     [
@@ -135,6 +130,17 @@ def predict(
     return pred
 
 
+def model_scores(engine, claim: str, pids, perspectives, pairs) -> tuple[str, np.ndarray]:
+    """The equivalence model's score of every pair (a, b) of `pids`: the cross-encoder's ("ce")
+    where the pair model names one, else the relation model's head ("rel"), else none ("")."""
+    texts = [perspectives[p] for p in pids]
+    if engine.equivalence_ce is not None:
+        return "ce", engine.equivalence_ce.predict(claim, [(texts[a], texts[b]) for a, b in pairs])
+    if engine.clusters.relation is not None:
+        return "rel", engine.clusters.relation.predict([str(p) for p in pids], texts, pairs)
+    return "", np.zeros(0)
+
+
 def relevance_probs(feats: dict[str, np.ndarray], stacks) -> np.ndarray:
     st = stacks.get("relevance")
     return st.prob(feats) if st is not None else 1 / (1 + np.exp(-feats["head"]))
@@ -155,7 +161,7 @@ def pair_features(rows) -> dict[str, np.ndarray]:
     rows so recalibrating the stance head also updates their agreement)."""
     feats = {
         k: np.array([f[k] for _, f in rows])
-        for k in ("cosine", "resid", "jacc", "ce")
+        for k in ("cosine", "resid", "jacc", *MODEL_FEATURES)
         if k in rows[0][1]
     }
     if "s_a" in rows[0][1]:
@@ -171,17 +177,60 @@ def t3_clustered(pred: Predictions, decisions: Decisions, cut: float) -> PRF:
     probs = equivalence_probs(pred.t3, decisions.stacks)
     gold, got = [], []
     for start, n, pairs in pred.t3_claims:
-        m = np.zeros((n, n))
-        support = np.zeros(n)
-        for k, (a, b) in enumerate(pairs):
-            f = pred.t3[start + k][1]
-            m[a, b] = m[b, a] = probs[start + k]
-            support[a], support[b] = f["s_a"], f["s_b"]
+        m, support = _claim_matrix(pred, start, n, pairs, probs)
         lab = complete_link(m, decisions.may_merge(support), cut)
         for k, (a, b) in enumerate(pairs):
             gold.append(pred.t3[start + k][0])
             got.append(bool(lab[a] == lab[b]))
     return binary_prf(gold, got)
+
+
+def _claim_matrix(pred: Predictions, start: int, n: int, pairs, probs) -> tuple:
+    m = np.zeros((n, n))
+    support = np.zeros(n)
+    for k, (a, b) in enumerate(pairs):
+        f = pred.t3[start + k][1]
+        m[a, b] = m[b, a] = probs[start + k]
+        support[a], support[b] = f["s_a"], f["s_b"]
+    return m, support
+
+
+def t3_budgeted(pred: Predictions, decisions: Decisions, budget: int) -> dict[str, PRF]:
+    """T3 pairwise and over clusters when at most `budget` pairs of a claim are scored by the
+    equivalence model, chosen as a search chooses them (pipeline.linkage: lazily, as the
+    clusters form); the others count as its lowest score, as in a search."""
+    st = decisions.stack("equivalence")
+    name = next((f for f in MODEL_FEATURES if f in st.features), None) if st else None
+    if name is None or not _clusterable(pred) or decisions.cluster is None:
+        return {}
+    feats = pair_features(pred.t3)
+    exact = st.prob(feats)
+    ends = [st.prob({**feats, name: np.full(len(exact), x)}) for x in (0.0, 1.0)]
+    low, high = np.minimum(*ends), np.maximum(*ends)
+    gold, pairwise, clustered = [], [], []
+    for start, n, pairs in pred.t3_claims:
+        if not pairs:
+            continue
+        rows = slice(start, start + len(pairs))
+        m, support = _claim_matrix(pred, start, n, pairs, exact)
+        lo, _ = _claim_matrix(pred, start, n, pairs, low)
+        hi, _ = _claim_matrix(pred, start, n, pairs, high)
+        linked = lazy_complete_link(
+            lo,
+            hi,
+            decisions.may_merge(support),
+            decisions.cluster,
+            lambda i, j, m=m: m[i, j],
+            budget,
+        )
+        asked = set(linked.scored)
+        lab = linked.labels
+        for k, (a, b) in enumerate(pairs):
+            p = exact[rows][k] if (min(a, b), max(a, b)) in asked else low[rows][k]
+            gold.append(pred.t3[start + k][0])
+            pairwise.append(bool(p >= decisions.equivalence))
+            clustered.append(bool(lab[a] == lab[b]))
+    return {"T3": binary_prf(gold, pairwise), "T3_clusters": binary_prf(gold, clustered)}
 
 
 def _clusterable(pred: Predictions) -> bool:
@@ -219,9 +268,10 @@ def _pairs(labels, probs, thr: float) -> PRF:
     return binary_prf(list(labels), [p >= thr for p in probs])
 
 
-def score(pred: Predictions, d: Decisions) -> dict:
+def score(pred: Predictions, d: Decisions, budget: int | None = None) -> dict:
     """T1-T4 (and T3 over clusters) of `pred` under the decisions `d`, as the engine applies
-    them (an index with dense vectors)."""
+    them (an index with dense vectors); `budget`: T3 as a search with at most that many pairs
+    through the equivalence model (EngineConfig.equivalence_ce_max_pairs) scores it."""
     out: dict[str, Any] = {}
     stacks = d.stacks
     if pred.t1:
@@ -236,6 +286,8 @@ def score(pred: Predictions, d: Decisions) -> dict:
         out["T4"] = _t4(pred.t4, *d.evidence_rule, stacks.get("evidence"))
     if _clusterable(pred) and d.cluster is not None:
         out["T3_clusters"] = t3_clustered(pred, d, d.cluster)
+    if budget is not None:
+        out.update(t3_budgeted(pred, d, budget))
     return out
 
 
@@ -250,8 +302,9 @@ def as_json(scores: dict[str, PRF], extra: dict[str, Any] | None = None) -> dict
 
 GRID = np.round(np.arange(0.02, 0.98, 0.01), 3)
 RELEVANCE_FEATURES = ("head", "cosine", "log_rank", "rrf")  # see engine.relevance_features
-# see engine.equivalence_features; "ce": the equivalence cross-encoder, where the model names one
-EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc", "ce")
+# see engine.equivalence_features; "ce": the equivalence cross-encoder, where the model names one;
+# "rel": else the relation model's equivalence head (pipeline.clusters.RelationPairs)
+EQUIVALENCE_FEATURES = ("cosine", "agree", "resid", "jacc", *MODEL_FEATURES)
 
 
 # (cut, delta, k) of engine.backed_links tried when tuning the evidence rule

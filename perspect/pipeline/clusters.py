@@ -9,23 +9,75 @@ indexes without dense vectors. When the decisions name a dedicated equivalence c
 merge (`ce_needed`). Kept perspectives are merged by complete-link agglomeration (`may_merge`:
 across sides unless their stances clearly differ); the most relevant phrasing represents its
 cluster and the members' mean stance gives its side (pipeline.stance).
+
+The stack's model feature is either the cross-encoder's score ("ce") or the relation model's
+equivalence head over the two perspectives' stored lower-layer states ("rel": the index keeps
+them for stance, so only the top layers run per pair: `RelationPairs`). Either way the model is
+asked only for the pairs a merge depends on (pipeline.linkage: lazy complete-link under a budget
+of pairs, `EngineConfig.equivalence_ce_max_pairs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from perspect.core.errors import ModelError
 from perspect.core.model.decision_stack import Stack
 from perspect.core.model.decisions import Decisions
 from perspect.core.result import Member, PerspectiveCluster
 from perspect.core.types import Query
 from perspect.pipeline import stance
+from perspect.pipeline.linkage import Linked, lazy_complete_link
 from perspect.pipeline.retrieve import Retrieve
 from perspect.reranker.equivalence_ce import EquivalenceModel
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
+from perspect.reranker.stance_trunk import StanceTrunk
+
+MODEL_FEATURES = ("ce", "rel")  # the equivalence stack's model feature (one of them)
+LINK_BATCH = 8  # pairs per model call while clusters form (pipeline.linkage)
+
+
+class RelationPairs:
+    """P(same point) of two perspectives from the relation model's equivalence head, decomposed:
+    each perspective's lower-layer states as the index stores them for stance (read once a search,
+    computed where missing), the top layers over the pair in one canonical order (by text, so a
+    pair scores the same wherever it appears). Unconditioned on the claim: it was trained on pairs
+    of one claim's perspectives, and the stack adds the claim (the residual cosine)."""
+
+    def __init__(self, trunk: StanceTrunk, states: Callable[..., list[np.ndarray]]):
+        """`states(texts, ids)`: each text's lower-layer states (pipeline.stance.StanceScorer)."""
+        if "equivalence" not in trunk.heads:
+            raise ModelError("the trunk has no equivalence head", hint="perspect models verify")
+        self.trunk = trunk
+        self.states = states
+
+    def session(self, ids: Sequence[str], texts: Sequence[str]) -> Callable[..., np.ndarray]:
+        """(i, j, _) -> the head's P(same point) of pairs (texts[i], texts[j]) of one search."""
+        got: dict[int, np.ndarray] = {}
+
+        def score(i, j, _feats=None) -> np.ndarray:
+            todo = sorted({int(k) for k in (*i, *j)} - got.keys())
+            if todo:
+                made = self.states([texts[k] for k in todo], [ids[k] for k in todo])
+                got.update(zip(todo, made, strict=True))
+            a, b = zip(*(canonical(texts, x, y) for x, y in zip(i, j, strict=True)), strict=True)
+            return self.trunk.pairs("equivalence", [got[x] for x in a], [got[y] for y in b])
+
+        return score
+
+    def predict(self, ids: Sequence[str], texts: Sequence[str], pairs) -> np.ndarray:
+        """Every pair (i, j) of `pairs` at once (evaluation: T3 scores every pair)."""
+        if not len(pairs):
+            return np.zeros(0)
+        i, j = (np.array(x) for x in zip(*pairs, strict=True))
+        return self.session(ids, texts)(i, j)
+
+
+def canonical(texts: Sequence[str], i: int, j: int) -> tuple[int, int]:
+    return (int(i), int(j)) if (texts[i], i) <= (texts[j], j) else (int(j), int(i))
 
 
 class Clusters:
@@ -37,13 +89,19 @@ class Clusters:
         equivalence_ce: EquivalenceModel | None,
         min_overlap: float,
         max_ce_pairs: int | None,
+        relation: RelationPairs | None = None,
     ):
+        """`max_ce_pairs`: at most this many pairs scored by the equivalence model a search
+        (None: every pair a merge depends on). `relation`: the relation model's equivalence
+        head, for a stack that reads "rel"."""
         self.retrieve = retrieve
         self.model = model
         self.decisions = decisions
         self.equivalence_ce = equivalence_ce
+        self.relation = relation
         self.min_overlap = min_overlap  # stem Jaccard for a pair the head scores (no vectors)
         self.max_ce_pairs = max_ce_pairs
+        self.last: Linked | None = None  # the last search's linkage (benches read it)
 
     def __call__(
         self, query: Query, members: list[Member], same: frozenset[frozenset[str]] = frozenset()
@@ -56,16 +114,19 @@ class Clusters:
             return []
         support = np.array([m.support for m in members])
         allowed = self.decisions.may_merge(support)
-        probs = self.equivalence(
-            query, [m.id for m in members], [m.text for m in members], support, allowed
-        )
-        if same:
-            ids = [m.id for m in members]
-            for i, a in enumerate(ids):
-                for j, b in enumerate(ids):
-                    if i != j and frozenset((a, b)) in same:
-                        probs[i, j], allowed[i, j] = 1.0, True
-        labels = complete_link(probs, allowed, self.cluster_cut())
+        ids, texts = [m.id for m in members], [m.text for m in members]
+        forced = np.zeros(allowed.shape, dtype=bool)
+        for i, a in enumerate(ids):
+            for j, b in enumerate(ids):
+                if i != j and frozenset((a, b)) in same:
+                    forced[i, j] = allowed[i, j] = True
+        if self.model_feature() is not None and self.with_vectors:
+            self.last = self.link(query, ids, texts, support, allowed, forced)
+            labels = self.last.labels
+        else:
+            probs = self.equivalence(query, ids, texts, support, allowed)
+            probs[forced] = 1.0
+            labels = complete_link(probs, allowed, self.cluster_cut())
         groups: dict[int, list[int]] = {}
         for i, lab in enumerate(labels):
             groups.setdefault(int(lab), []).append(i)
@@ -77,6 +138,67 @@ class Clusters:
             leans = stance.leaning(ms, self.decisions) if side == stance.UNCLEAR else None
             out.append(PerspectiveCluster(ms[0], tuple(ms), side, strength, score, leans=leans))
         return sorted(out, key=lambda c: -c.score)
+
+    def model_feature(self) -> str | None:
+        """The equivalence stack's model feature ("ce", "rel"), or None."""
+        st = self.decisions.stack("equivalence")
+        return next((f for f in MODEL_FEATURES if st is not None and f in st.features), None)
+
+    def link(self, query, ids, texts, support, allowed, forced=None) -> Linked:
+        """Complete-link over the stack with the model's score asked for lazily, at most
+        `max_ce_pairs` pairs (pipeline.linkage); `forced` pairs count as certain."""
+        st = self.decisions.stack("equivalence")
+        name = self.model_feature()
+        n = len(ids)
+        iu = np.triu_indices(n, 1)
+        feats = self.base_features(query, ids, texts, support, iu)
+        lo, hi = np.zeros((n, n)), np.zeros((n, n))
+        ends = [st.prob({**feats, name: np.full(len(iu[0]), x)}) for x in (0.0, 1.0)]
+        lo[iu], hi[iu] = np.minimum(*ends), np.maximum(*ends)
+        lo, hi = lo + lo.T, hi + hi.T
+        known = None
+        if forced is not None and forced.any():
+            lo[forced] = hi[forced] = 1.0
+            known = forced
+        score_pairs = self.scorer(query, ids, texts)
+        where = np.full((n, n), -1)
+        where[iu] = np.arange(len(iu[0]))
+
+        def score(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+            k = where[np.minimum(i, j), np.maximum(i, j)]
+            sub = {f: v[k] for f, v in feats.items()}
+            return st.prob({**sub, name: score_pairs(i, j, sub)})
+
+        return lazy_complete_link(
+            lo, hi, allowed, self.cluster_cut(), score, self.max_ce_pairs, LINK_BATCH, known
+        )
+
+    def scorer(self, query: Query, ids, texts) -> Callable[..., np.ndarray]:
+        """(i, j, their base features) -> the model feature of those pairs, for one search."""
+        if self.model_feature() == "rel":
+            if self.relation is None:
+                raise ModelError(
+                    "the equivalence stack reads the relation model's equivalence head, and no "
+                    "trunk with one is loaded",
+                    hint="perspect models verify",
+                )
+            return self.relation.session(ids, texts)
+        st, cut = self.decisions.stack("equivalence"), self.cluster_cut()
+
+        def ce(i, j, sub):
+            pairs = [(texts[a], texts[b]) for a, b in zip(i, j, strict=True)]
+            return both_orders(self.equivalence_ce, query.text, pairs, st, sub, cut)
+
+        return ce
+
+    def base_features(self, query, ids, texts, support, pairs) -> dict[str, np.ndarray]:
+        """The stack's features but the model's, of `pairs` (index arrays i, j)."""
+        st = self.decisions.stack("equivalence")
+        if query.vector is None and "resid" in st.features:
+            query = self.retrieve.query(query.text, vector=True)
+        stems = self.point_stems(query, texts) if "jacc" in st.features else None
+        vectors = self.retrieve.vectors
+        return equivalence_features(vectors.vectors(list(ids)), support, pairs, query.vector, stems)
 
     @property
     def with_vectors(self) -> bool:
@@ -109,23 +231,16 @@ class Clusters:
         n = len(ids)
         probs = np.zeros((n, n))
         st = self.decisions.stack("equivalence")
-        vectors = self.retrieve.vectors
-        if st is not None and vectors is not None and n:
+        if st is not None and self.with_vectors and n:
             iu = np.triu_indices(n, 1)
-            if query.vector is None and "resid" in st.features:
-                query = self.retrieve.query(query.text, vector=True)
-            stems = self.point_stems(query, texts) if "jacc" in st.features else None
-            feats = equivalence_features(
-                vectors.vectors(list(ids)), support, iu, query.vector, stems
-            )
-            if "ce" in st.features:
+            feats = self.base_features(query, ids, texts, support, iu)
+            name = self.model_feature()
+            if name is not None:
                 need = self.ce_pairs(feats, None if allowed is None else allowed[iu])
-                feats["ce"] = np.zeros(len(iu[0]))
-                pairs = [(texts[a], texts[b]) for a, b in zip(*(x[need] for x in iu), strict=True)]
-                sub = {k: v[need] for k, v in feats.items() if k != "ce"}
-                feats["ce"][need] = both_orders(
-                    self.equivalence_ce, query.text, pairs, st, sub, self.cluster_cut()
-                )
+                feats[name] = np.zeros(len(iu[0]))
+                sub = {k: v[need] for k, v in feats.items() if k != name}
+                score = self.scorer(query, ids, texts)
+                feats[name][need] = score(iu[0][need], iu[1][need], sub)
             probs[iu] = st.prob(feats)
             return probs + probs.T
         stems = [self.retrieve.stems(t) for t in texts]
@@ -147,14 +262,14 @@ class Clusters:
         return probs
 
     def ce_pairs(self, feats: dict[str, np.ndarray], allowed: np.ndarray | None) -> np.ndarray:
-        """Which pairs go through the equivalence cross-encoder: those it could merge
-        (`ce_needed`) and `allowed` (may_merge), at most `max_ce_pairs` of them (the highest
-        bounds). `perspect eval` applies the same selection to T3."""
+        """Which pairs go through the equivalence model when every pair is wanted (`equivalence`:
+        a whole matrix): those it could merge (`ce_needed`) and `allowed` (may_merge), at most
+        `max_ce_pairs` of them (the highest bounds)."""
         st = self.decisions.stack("equivalence")
-        need = ce_needed(st, feats, self.cluster_cut())
+        need = ce_needed(st, feats, self.cluster_cut(), name=self.model_feature() or "ce")
         if allowed is not None:
             need &= allowed
-        return at_most(need, st, feats, self.max_ce_pairs)
+        return at_most(need, st, feats, self.max_ce_pairs, self.model_feature() or "ce")
 
     def point_stems(self, query: Query, texts: Sequence[str]) -> list[set[str]]:
         """Each perspective's stems less the claim's: the words that carry its own point."""
@@ -238,7 +353,9 @@ def equivalence_features(
     return feats
 
 
-def ce_needed(stack: Stack, feats: dict[str, np.ndarray], cut: float, lo=0.0, hi=1.0) -> np.ndarray:
+def ce_needed(
+    stack: Stack, feats: dict[str, np.ndarray], cut: float, lo=0.0, hi=1.0, name: str = "ce"
+) -> np.ndarray:
     """Pairs whose equivalence the cross-encoder's score could lift to `cut` (the cluster cut):
     the stack's probability at the most favourable score (`lo` or `hi`, the ends of its range:
     0 and 1 before any pass) clears it. The others stay below the cut whatever the cross-encoder
@@ -246,15 +363,17 @@ def ce_needed(stack: Stack, feats: dict[str, np.ndarray], cut: float, lo=0.0, hi
     clusters are exactly those of scoring every pair."""
     n = len(next(iter(feats.values())))
     ends = [np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)) for x in (lo, hi)]
-    best = np.maximum(stack.prob({**feats, "ce": ends[0]}), stack.prob({**feats, "ce": ends[1]}))
+    best = np.maximum(stack.prob({**feats, name: ends[0]}), stack.prob({**feats, name: ends[1]}))
     return best >= cut
 
 
-def at_most(need: np.ndarray, stack: Stack, feats: dict[str, np.ndarray], cap: int | None):
+def at_most(
+    need: np.ndarray, stack: Stack, feats: dict[str, np.ndarray], cap: int | None, name="ce"
+):
     """`need` cut down to the `cap` pairs with the highest bound (EngineConfig.equivalence_ce_max_pairs)."""
     if cap is None or need.sum() <= cap:
         return need
-    best = stack.prob({**feats, "ce": np.ones(len(need))})
+    best = stack.prob({**feats, name: np.ones(len(need))})
     order = np.argsort(-np.where(need, best, -1.0), kind="stable")
     out = np.zeros_like(need)
     out[order[:cap]] = True

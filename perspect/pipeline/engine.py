@@ -23,13 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from perspect.core import background
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.index.corrections import Corrections
 from perspect.core.model.decisions import Decisions, RelationCuts
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
-from perspect.pipeline.clusters import Clusters
+from perspect.pipeline.clusters import Clusters, RelationPairs
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
@@ -166,6 +167,16 @@ class Engine:
         self.comparator = judge or self.comparator
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
         self.corrections = Corrections(searcher.dir.root)
+        # the relation model's equivalence head over the stored lower states (a stack on "rel")
+        pairs = None
+        if trunk is not None and "equivalence" in trunk.heads:
+            pairs = RelationPairs(trunk, self.stance.states)
+        elif eq is not None and "rel" in eq.features:
+            raise ModelError(
+                "the model's equivalence stack reads the relation model's equivalence head, and "
+                "the trunk its manifest names has none",
+                hint="perspect models verify",
+            )
         self.clusters = Clusters(
             self.retrieve,
             self.model,
@@ -173,6 +184,7 @@ class Engine:
             ce,
             cfg.min_overlap,
             cfg.equivalence_ce_max_pairs,
+            pairs,
         )
         cuts = (
             RelationCuts.from_manifest(self.relation.manifest, "evidence")
@@ -240,23 +252,42 @@ class Engine:
         report("retrieving perspectives", 0.0)
         found = self.retrieve(claim, max(cfg.candidates, max_clusters))
         t = step("retrieve", 0.3, t)
+        # what needs no cluster runs beside them (issue 42): the news sentences' relations to
+        # the claim, from here on; the kept perspectives' evidence links, while clusters form
+        aside: list[background.Pending] = []
+        try:
+            news_job = None
+            if self.news_stage.active:
+                work = self.searcher.carried(lambda: self.news_stage.about_claim(claim))
+                news_job = background.Pending("perspect-news", work)
+                aside.append(news_job)
+            judged = self.judge(found.query, found.hits)
+            members = relevance.kept(found.hits, judged, self.relevance_threshold())
+            fixes = self.corrections.for_claim(claim)
+            members = corrected.apply(members, found.hits, judged, fixes)
+            related = () if members else tuple(relevance.near_misses(found.hits, judged))
+            t = step("relevance+stance", 0.8, t)
 
-        judged = self.judge(found.query, found.hits)
-        members = relevance.kept(found.hits, judged, self.relevance_threshold())
-        fixes = self.corrections.for_claim(claim)
-        members = corrected.apply(members, found.hits, judged, fixes)
-        related = () if members else tuple(relevance.near_misses(found.hits, judged))
-        t = step("relevance+stance", 0.8, t)
+            ids = [m.id for m in members]
+            links = background.Pending(
+                "perspect-links", self.searcher.carried(lambda: self.evidence_stage.links(ids))
+            )
+            aside.append(links)
+            clusters = self.clusters(found.query, members, fixes.same)[:max_clusters]
+            t = step("equivalence", 0.9, t)
 
-        clusters = self.clusters(found.query, members, fixes.same)[:max_clusters]
-        t = step("equivalence", 0.9, t)
+            clusters = self.evidence_stage(clusters, links.result())
+            t = step("evidence", 0.95, t)
 
-        clusters = self.evidence_stage(clusters)
-        t = step("evidence", 0.95, t)
-
-        news = self.news_stage(claim, clusters[: cfg.news_clusters])
-        if self.news_stage.active:
-            t = step("news", 0.98, t)
+            news = []
+            if news_job is not None:
+                news = self.news_stage.with_clusters(
+                    news_job.result(), clusters[: cfg.news_clusters]
+                )
+                t = step("news", 0.98, t)
+        finally:
+            for job in aside:  # a cancelled or failed search leaves nothing running
+                job.job.thread.join()
 
         shown, coverage = order.ordered(
             clusters, cfg.thin_side, self.model.manifest, self.searcher.retrievers

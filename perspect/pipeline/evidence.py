@@ -40,10 +40,13 @@ class Evidence:
         self.clusters = clusters  # clusters that get evidence (a lookup: cheap)
         self.per_cluster = per_cluster  # paragraphs shown per cluster
 
-    def __call__(self, clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
-        """The clusters with their evidence, re-ranked: one with no backing paragraph scores less."""
+    def __call__(
+        self, clusters: list[PerspectiveCluster], known: dict[str, list[Link]] | None = None
+    ) -> list[PerspectiveCluster]:
+        """The clusters with their evidence, re-ranked: one with no backing paragraph scores less.
+        `known`: links looked up beforehand (`links`, while the clusters formed)."""
         found, stored = self.cited_for_groups(
-            [[m.id for m in c.members] for c in clusters[: self.clusters]]
+            [[m.id for m in c.members] for c in clusters[: self.clusters]], known
         )
         out = []
         for ci, c in enumerate(clusters):
@@ -79,11 +82,11 @@ class Evidence:
         return self.cited_for_groups(groups)[0]
 
     def cited_for_groups(
-        self, groups: Sequence[Sequence[str]]
+        self, groups: Sequence[Sequence[str]], known: dict[str, list[Link]] | None = None
     ) -> tuple[list[list[EvidenceItem]], list[why.Stored]]:
         """`for_groups`, and each group's sentences stored with its links (evidence id -> (span,
         cosine)) for the cited reason."""
-        chosen, items = self.group_links(groups)
+        chosen, items = self.group_links(groups, known)
         rule = self.decisions.evidence_rule
         verdict = self.decisions.evidence_verdict
         stored = [
@@ -116,12 +119,16 @@ class Evidence:
             )
         return out, stored
 
-    def group_links(self, groups: Sequence[Sequence[str]]):
+    def group_links(self, groups: Sequence[Sequence[str]], known=None):
         """Each group's links (with their reverse margins) in stored order, and the linked
-        paragraphs by id (links to paragraphs deleted since are dropped)."""
+        paragraphs by id (links to paragraphs deleted since are dropped); `known`: the links of
+        some perspectives, looked up before."""
         if "evidence" not in self.searcher.pools or not groups:
             return [[] for _ in groups], {}
-        got = self._links(sorted({p for g in groups for p in g}))
+        pids = sorted({p for g in groups for p in g})
+        got = dict(known or {})
+        if any(p not in got for p in pids):
+            got.update(self._links([p for p in pids if p not in got]))
         chosen = [next((got[p] for p in g if got.get(p)), [])[: self.per_cluster] for g in groups]
         store = self.searcher.store("evidence")
         items = store.get_many(sorted({x.evidence_id for c in chosen for x in c}))
@@ -150,6 +157,13 @@ class Evidence:
             other = [next((s for p, s in near[x.evidence_id] if p not in members), -1.0) for x in c]
             out.append([replace(x, rmargin=x.cosine - o) for x, o in zip(c, other, strict=True)])
         return out
+
+    def links(self, pids: Sequence[str]) -> dict[str, list[Link]]:
+        """The links of `pids` (each id present, [] for none), for `__call__`'s `known`."""
+        if "evidence" not in self.searcher.pools:
+            return {}
+        got = self._links(sorted(set(pids)))
+        return {p: got.get(p, []) for p in pids}
 
     def _links(self, pids: list[str]) -> dict[str, list[Link]]:
         """Precomputed links, or (an index built without them) the same computation on the fly."""

@@ -9,7 +9,7 @@ the top clusters' phrasings, to say which perspective it bears on most.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from perspect.core.datasets.negation import negate
 from perspect.core.result import NewsItem, PerspectiveCluster
@@ -18,6 +18,14 @@ from perspect.reranker.comparator import Comparator, Relation
 from perspect.retriever.searcher import Searcher
 
 _VERB = {"strengthen": "strengthens", "weaken": "weakens"}
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The sentences kept for a claim, with their relation to it, and each one's copies' ids."""
+
+    kept: list[tuple[Hit, Relation]]
+    also: dict[str, tuple[str, ...]]
 
 
 class News:
@@ -45,9 +53,14 @@ class News:
         return self.comparator is not None and "news" in self.searcher.pools
 
     def __call__(self, claim: str, clusters: Sequence[PerspectiveCluster]) -> list[NewsItem]:
+        return self.with_clusters(self.about_claim(claim), clusters)
+
+    def about_claim(self, claim: str) -> Judged:
+        """The news sentences retrieved for `claim`, each with its relation to it: what needs no
+        cluster, so a search runs it while its clusters form."""
         cmp = self.comparator
         if cmp is None or not self.searcher.pools.get("news"):
-            return []
+            return Judged([], {})
         got = self.searcher.hybrid(claim, "news", self.candidates, self.depth, self.rrf_k)
         hits, qv = got.hits.hits, got.vector
         vectors = self.searcher.vector_backend("news")
@@ -55,7 +68,7 @@ class News:
             cos = vectors.vectors([h.id for h in hits]) @ qv
             hits = tuple(h for h, c in zip(hits, cos, strict=True) if c >= self.min_similarity)
         if not hits:
-            return []
+            return Judged([], {})
         hits, also = _once(hits)
         # the negation rule where the judge was trained to read negation (the relation model);
         # the ClaimDiff comparator was not, and reads a claim and its negation alike
@@ -65,7 +78,13 @@ class News:
             rel = cmp.compare([(h.text, claim) for h in hits], setting="doc")
         kept = [(h, r) for h, r in zip(hits, rel, strict=True) if r.relation != "neither"]
         kept.sort(key=lambda x: -_p(x[1]))
-        kept = kept[: self.most]
+        return Judged(kept[: self.most], also)
+
+    def with_clusters(self, judged: Judged, clusters: Sequence[PerspectiveCluster]):
+        """The news items of `judged` sentences, each tied to the top cluster it bears on most."""
+        cmp, kept, also = self.comparator, judged.kept, judged.also
+        if cmp is None or not kept:
+            return []
         reps = [c.representative for c in clusters]
         per = len(reps)
         against = (

@@ -64,15 +64,20 @@ class StanceScorer:
         """The trunk's own P(support), before the fitted decision (over stored states where the
         index has them)."""
         assert self.trunk is not None
+        return self.trunk.support(claim, self.states(texts, ids))
+
+    def states(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[np.ndarray]:
+        """Each text's lower-layer states: the index's where it stores them under this trunk's
+        key, else computed (the frozen lower layers, each text alone)."""
+        assert self.trunk is not None
         states = self._stored(ids) if ids is not None else {}
         todo = [i for i in range(len(texts)) if ids is None or ids[i] not in states]
         made = (
             dict(zip(todo, self.trunk.lower([texts[i] for i in todo]), strict=True)) if todo else {}
         )
-        seqs = [
+        return [
             dequantize(*states[ids[i]]) if i not in made else made[i] for i in range(len(texts))
         ]
-        return self.trunk.support(claim, seqs)
 
     def _stored(self, ids: Sequence[str]) -> dict:
         if self.searcher is None:

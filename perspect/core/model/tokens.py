@@ -46,6 +46,11 @@ class TextTokenizer:
             raise ModelError(f"the tokenizer has no token {token!r}")
         return int(got)
 
+    def token_or(self, token: str, default: int) -> int:
+        """The id of `token`, or `default` where the vocabulary lacks it."""
+        got = self._tok.token_to_id(token)
+        return default if got is None else int(got)
+
     def count(self, text: str) -> int:
         """Tokens of `text` with its special tokens, untruncated."""
         with self._lock:
