@@ -24,16 +24,17 @@ from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.index.layout import IndexDir
 from perspect.core.index.links import LINKS
-from perspect.core.index.stance_states import States, quantize
+from perspect.core.index.stance_states import States
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.types import POOLS, Item
+from perspect.core.types import ARTICLE_POOLS, POOLS, Item
+from perspect.indexer import states
 from perspect.indexer.check_search import check_in_child
 from perspect.indexer.judged_links import judge_links
 from perspect.indexer.links import KEEP, Links, compute, with_sentences
-from perspect.indexer.news import read_news
+from perspect.indexer.news import read_documents, read_news
 from perspect.indexer.readers import ReadReport, read_pool
-from perspect.reranker import factory, stance_trunk
+from perspect.reranker import stance_trunk
 from perspect.retriever.base import Backend
 from perspect.retriever.registry import backend_class
 
@@ -71,6 +72,8 @@ def read_source(src: Source) -> ReadReport:
         raise PerspectError(f"unknown pool {src.pool!r}", hint=f"one of {', '.join(POOLS)}")
     if src.pool == "news":
         return read_news(src.path)
+    if src.pool == "documents":
+        return read_documents(src.path)
     prefix = {"perspectives": "p", "evidence": "e"}[src.pool]
     return read_pool(
         src.path, fmt=src.fmt, id_field=src.id_field, text_field=src.text_field, id_prefix=prefix
@@ -180,11 +183,7 @@ class Indexer:
                     links = Links(version, readonly=False)
                     links.drop(present)
                     links.close()
-                if pool == "perspectives" and States.exists(version / pool):
-                    states = States(version / pool, readonly=False)
-                    states.drop(present)
-                    manifest.setdefault("stance_states", {})["count"] = states.count()
-                    states.close()
+                states.drop(version, manifest, pool, present)
                 store = ItemStore(version / pool, readonly=True)
                 manifest["pools"][pool] = self._pool_entry(store, manifest)
                 store.close()
@@ -250,9 +249,9 @@ class Indexer:
     @_plain_environment_errors
     def store_stance_states(self) -> dict[str, Any]:
         """(Re)store the stance trunk's lower-layer states of every perspective (an index built
-        before the bundle had a trunk, or with another base), and judge its links' cited
-        sentences with the relation model (one built before the bundle had it). The old
-        version serves meanwhile."""
+        before the bundle had a trunk, or with another base) and of every document sentence,
+        and judge its links' cited sentences with the relation model (one built before the
+        bundle had it). The old version serves meanwhile."""
         if stance_trunk.bundled() is None:
             raise PerspectError(
                 "the pair model names no stance trunk: there are no states to store",
@@ -266,10 +265,11 @@ class Indexer:
             integrity.check(live, manifest)
             version = self._clone(live, manifest)
             try:
-                had = manifest["config"].get("stance_states") and self._states_current(version)
+                kept = manifest["config"].get("stance_states")
                 manifest["config"]["stance_states"] = True
-                if not had:
-                    self._states(version, manifest, None)
+                for pool in states.STATE_POOLS:
+                    if pool in manifest["pools"] and not (kept and states.current(version, pool)):
+                        states.store(version, manifest, pool, None, self.reporter)
                 judge_links(
                     version, manifest, self.reporter
                 )  # the relation model's, where it has one
@@ -280,19 +280,6 @@ class Indexer:
                 raise
             self._publish(version, pools=["perspectives"])
         return manifest
-
-    def _states_current(self, version: Path) -> bool:
-        """Whether `version` stores every perspective's states under the bundled trunk's key."""
-        if not States.exists(version / "perspectives") or stance_trunk.bundled() is None:
-            return False
-        states = States(version / "perspectives")
-        store = ItemStore(version / "perspectives", readonly=True)
-        try:
-            key = factory.load(["trunk"], factory.TORCH).trunk.states_key
-            return states.key == key and states.count() == store.count()
-        finally:
-            states.close()
-            store.close()
 
     # -- internals -----------------------------------------------------------------------------
     def _publish(self, version: Path, pools: Sequence[str] | None = None) -> None:
@@ -418,9 +405,11 @@ class Indexer:
             self._link(version, manifest)  # new evidence can outrank any existing link
         elif "perspectives" in by_pool:
             self._link(version, manifest, [it.id for it in by_pool["perspectives"]])
-        if "perspectives" in by_pool:
-            fresh = op == "build" or not States.exists(version / "perspectives")
-            self._states(version, manifest, None if fresh else by_pool["perspectives"])
+        for pool in states.STATE_POOLS:
+            if pool in by_pool:
+                fresh = op == "build" or not States.exists(version / pool)
+                got = None if fresh else by_pool[pool]
+                states.store(version, manifest, pool, got, self.reporter)
         if "evidence" in by_pool or op == "build":
             judge_links(version, manifest, self.reporter)
         elif "perspectives" in by_pool:
@@ -494,37 +483,6 @@ class Indexer:
         for b in ev.values():
             b.close()
 
-    def _states(self, version: Path, manifest: dict[str, Any], items: list[Item] | None) -> None:
-        """Store the stance trunk's lower-layer states of `items` (None: of every perspective):
-        a search then runs only the claim's lower layers and the top ones per candidate."""
-        if not IndexConfig.from_json(manifest["config"]).stance_states:
-            return
-        if stance_trunk.bundled() is None:
-            return
-        t0 = time.perf_counter()
-        with self.reporter.stage("loading the stance trunk"):
-            trunk = factory.load(["trunk"], factory.TORCH).trunk  # the bundle's, on PyTorch
-        store = ItemStore(version / "perspectives", readonly=True)
-        todo = [(it.id, it.text) for it in (store if items is None else items)]
-        store.close()
-        states = States(version / "perspectives", readonly=False)
-        states.set_key(trunk.states_key)
-        if items is None:
-            states.drop([p for (p,) in states.db.execute("SELECT pid FROM states")])
-        step = 256
-        with self.reporter.stage("storing stance states", total=len(todo)) as adv:
-            for s in range(0, len(todo), step):
-                chunk = todo[s : s + step]
-                lower = trunk.lower([t for _, t in chunk])
-                states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
-                adv(len(chunk))
-        manifest["stance_states"] = {
-            "count": states.count(),
-            "key": trunk.states_key,
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
-        states.close()
-
     def _rebuild_backend(
         self, cls: type[Backend], folder: Path, store: ItemStore, manifest: dict[str, Any]
     ) -> None:
@@ -552,7 +510,11 @@ class Indexer:
 
     def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:
         cfg = IndexConfig.from_json(manifest["config"])
-        return {"count": store.count(), "retrievers": list(cfg.for_pool(store.path.parent.name))}
+        pool = store.path.parent.name
+        entry = {"count": store.count(), "retrievers": list(cfg.for_pool(pool))}
+        if pool in ARTICLE_POOLS:  # sentences of how many articles
+            entry["articles"] = store.article_count()
+        return entry
 
     @staticmethod
     def _counts(manifest: dict[str, Any]) -> dict[str, int]:
