@@ -97,8 +97,11 @@ class Clusters:
         texts: Sequence[str],
         support: Sequence[float] | None = None,
         allowed: np.ndarray | None = None,
+        vectors: np.ndarray | None = None,
     ) -> np.ndarray:
-        """P(same point) for every pair (n x n). With stored vectors and a cosine stack: the
+        """P(same point) for every pair (n x n); `vectors`: the texts' dense vectors where they
+        are not all perspectives (mined sentences: perspect.pipeline.mining). With stored
+        vectors and a cosine stack: the
         stack's features (see `equivalence_features`); the query's vector is encoded here
         when it has none. When the stack reads the equivalence cross-encoder, only the pairs
         that could merge are run through it (`ce_needed`; `allowed`, from `may_merge`, rules out
@@ -109,15 +112,14 @@ class Clusters:
         n = len(ids)
         probs = np.zeros((n, n))
         st = self.decisions.stack("equivalence")
-        vectors = self.retrieve.vectors
-        if st is not None and vectors is not None and n:
+        stored = self.retrieve.vectors
+        if st is not None and stored is not None and n:
             iu = np.triu_indices(n, 1)
             if query.vector is None and "resid" in st.features:
                 query = self.retrieve.query(query.text, vector=True)
             stems = self.point_stems(query, texts) if "jacc" in st.features else None
-            feats = equivalence_features(
-                vectors.vectors(list(ids)), support, iu, query.vector, stems
-            )
+            vecs = stored.vectors(list(ids)) if vectors is None else vectors
+            feats = equivalence_features(vecs, support, iu, query.vector, stems)
             if "ce" in st.features:
                 need = self.ce_pairs(feats, None if allowed is None else allowed[iu])
                 feats["ce"] = np.zeros(len(iu[0]))
