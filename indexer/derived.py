@@ -1,7 +1,7 @@
 """What an index derives from its pools at write time, beyond each retriever's own files: the
-perspective -> evidence links with their cited sentences (indexer.links) and the stance trunk's
-lower-layer states of the perspectives (perspect.core.index.stance_states). Out of
-indexer.indexer, whose write protocol calls them, so that each stays a module of one purpose.
+perspective -> evidence links with their cited sentences (indexer.links; the trunk's lower-layer
+states are indexer.states'). Out of indexer.indexer, whose write protocol calls it, so that each
+stays a module of one purpose.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core.index.config import IndexConfig
-from perspect.core.index.stance_states import States, quantize
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import Reporter
-from perspect.core.types import Item
 from perspect.indexer.links import KEEP, Links, compute, with_sentences
-from perspect.reranker import factory, stance_trunk
 from perspect.retriever.registry import backend_class
 
 
@@ -76,37 +73,3 @@ def link(
     links.close()
     for b in ev.values():
         b.close()
-
-
-def store_states(
-    version: Path, manifest: dict[str, Any], reporter: Reporter, items: list[Item] | None
-) -> None:
-    """Store the stance trunk's lower-layer states of `items` (None: of every perspective):
-    a search then runs only the claim's lower layers and the top ones per candidate."""
-    if not IndexConfig.from_json(manifest["config"]).stance_states:
-        return
-    if stance_trunk.bundled() is None:
-        return
-    t0 = time.perf_counter()
-    with reporter.stage("loading the stance trunk"):
-        trunk = factory.load(["trunk"], factory.TORCH).trunk  # the bundle's, on PyTorch
-    store = ItemStore(version / "perspectives", readonly=True)
-    todo = [(it.id, it.text) for it in (store if items is None else items)]
-    store.close()
-    states = States(version / "perspectives", readonly=False)
-    states.set_key(trunk.states_key)
-    if items is None:
-        states.drop([p for (p,) in states.db.execute("SELECT pid FROM states")])
-    step = 256
-    with reporter.stage("storing stance states", total=len(todo)) as adv:
-        for s in range(0, len(todo), step):
-            chunk = todo[s : s + step]
-            lower = trunk.lower([t for _, t in chunk])
-            states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
-            adv(len(chunk))
-    manifest["stance_states"] = {
-        "count": states.count(),
-        "key": trunk.states_key,
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    states.close()

@@ -20,7 +20,8 @@ from perspect.retriever import dense
 
 # The pools ColBERT indexes by default: those the search pipeline retrieves from. Evidence is
 # reached through links precomputed from BM25 + dense (indexer.links), never through ColBERT, and
-# its PLAID index was a third of `make demo`'s build (encoding 124 s + k-means 72 s, here).
+# its PLAID index was a third of `make demo`'s build (encoding 124 s + k-means 72 s, here). The
+# reader's documents go where news goes (IndexConfig.for_pool): both are mined for perspectives.
 COLBERT_POOLS = ("perspectives", "news")
 
 
@@ -73,7 +74,8 @@ def index_config(
             raise PerspectError(f"unknown pool {unknown[0]!r}", hint=f"of: {', '.join(POOLS)}")
         if "perspectives" not in pools:
             raise PerspectError("ColBERT must index the perspectives (the search reads them)")
-        if set(pools) != set(POOLS):
+        covered = set(pools) | ({"documents"} if "news" in pools else set())
+        if covered != set(POOLS):  # documents go where news goes (IndexConfig.for_pool)
             options["pools"] = [p for p in POOLS if p in pools]
         backends["colbert"] = options
     if "dense" in chosen:

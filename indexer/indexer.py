@@ -28,14 +28,14 @@ from perspect.core.index.links import LINKS
 from perspect.core.index.stance_states import STATES, States
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
-from perspect.core.types import POOLS, Item
-from perspect.indexer import derived
+from perspect.core.types import ARTICLE_POOLS, POOLS, Item
+from perspect.indexer import derived, states
 from perspect.indexer.check_search import check_in_child
 from perspect.indexer.judged_links import judge_links
 from perspect.indexer.links import Links
-from perspect.indexer.news import read_news
+from perspect.indexer.news import read_documents, read_news
 from perspect.indexer.readers import ReadReport, read_pool
-from perspect.reranker import factory, stance_trunk
+from perspect.reranker import stance_trunk
 from perspect.retriever.base import Backend
 from perspect.retriever.registry import backend_class
 
@@ -73,6 +73,8 @@ def read_source(src: Source) -> ReadReport:
         raise PerspectError(f"unknown pool {src.pool!r}", hint=f"one of {', '.join(POOLS)}")
     if src.pool == "news":
         return read_news(src.path)
+    if src.pool == "documents":
+        return read_documents(src.path)
     prefix = {"perspectives": "p", "evidence": "e"}[src.pool]
     return read_pool(
         src.path, fmt=src.fmt, id_field=src.id_field, text_field=src.text_field, id_prefix=prefix
@@ -182,11 +184,7 @@ class Indexer:
                     links = Links(version, readonly=False)
                     links.drop(present)
                     links.close()
-                if pool == "perspectives" and States.exists(version / pool):
-                    states = States(version / pool, readonly=False)
-                    states.drop(present)
-                    manifest.setdefault("stance_states", {})["count"] = states.count()
-                    states.close()
+                states.drop(version, manifest, pool, present)
                 store = ItemStore(version / pool, readonly=True)
                 manifest["pools"][pool] = self._pool_entry(store, manifest)
                 store.close()
@@ -255,9 +253,9 @@ class Indexer:
     @_plain_environment_errors
     def store_stance_states(self) -> dict[str, Any]:
         """(Re)store the stance trunk's lower-layer states of every perspective (an index built
-        before the bundle had a trunk, or with another base), and judge its links' cited
-        sentences with the relation model (one built before the bundle had it). The old
-        version serves meanwhile."""
+        before the bundle had a trunk, or with another base) and of every document sentence,
+        and judge its links' cited sentences with the relation model (one built before the
+        bundle had it). The old version serves meanwhile."""
         if stance_trunk.bundled() is None:
             raise PerspectError(
                 "the pair model names no stance trunk: there are no states to store",
@@ -271,10 +269,11 @@ class Indexer:
             integrity.check(live, manifest)
             version = self._clone(live, manifest, [f"perspectives/{STATES}", LINKS])
             try:
-                had = manifest["config"].get("stance_states") and self._states_current(version)
+                kept = manifest["config"].get("stance_states")
                 manifest["config"]["stance_states"] = True
-                if not had:
-                    self._states(version, manifest, None)
+                for pool in states.STATE_POOLS:
+                    if pool in manifest["pools"] and not (kept and states.current(version, pool)):
+                        states.store(version, manifest, pool, None, self.reporter)
                 judge_links(
                     version, manifest, self.reporter
                 )  # the relation model's, where it has one
@@ -285,19 +284,6 @@ class Indexer:
                 raise
             self._publish(version, pools=["perspectives"])
         return manifest
-
-    def _states_current(self, version: Path) -> bool:
-        """Whether `version` stores every perspective's states under the bundled trunk's key."""
-        if not States.exists(version / "perspectives") or stance_trunk.bundled() is None:
-            return False
-        states = States(version / "perspectives")
-        store = ItemStore(version / "perspectives", readonly=True)
-        try:
-            key = factory.load(["trunk"], factory.TORCH).trunk.states_key
-            return states.key == key and states.count() == store.count()
-        finally:
-            states.close()
-            store.close()
 
     # -- internals -----------------------------------------------------------------------------
     def _publish(self, version: Path, pools: Sequence[str] | None = None) -> None:
@@ -409,7 +395,7 @@ class Indexer:
             )
         libs: dict[str, str] = {}
         seconds: dict[str, float] = {}
-        states = None  # the stance states, computed beside the other pools' encoders
+        pending = None  # the stance states, computed beside the other pools' encoders
         for pool, items in self._perspectives_first(by_pool):
             pool_dir = version / pool
             is_new = not pool_dir.exists()
@@ -435,8 +421,11 @@ class Indexer:
                 # much of which (tantivy's searches, tokenizing, SQLite) holds one core (issue 42)
                 fresh = op == "build" or not States.exists(version / "perspectives")
                 part = None if fresh else items
-                states = background.Pending(
-                    "perspect-states", lambda part=part: self._states(version, manifest, part)
+                pending = background.Pending(
+                    "perspect-states",
+                    lambda part=part: states.store(
+                        version, manifest, "perspectives", part, self.reporter
+                    ),
                 )
         try:
             if "evidence" in by_pool or op == "build":
@@ -444,8 +433,13 @@ class Indexer:
             elif "perspectives" in by_pool:
                 self._link(version, manifest, [it.id for it in by_pool["perspectives"]])
         finally:
-            if states is not None:
-                states.result()
+            if pending is not None:
+                pending.result()
+        for pool in states.STATE_POOLS:  # the others' (documents) after the perspectives'
+            if pool != "perspectives" and pool in by_pool:
+                fresh = op == "build" or not States.exists(version / pool)
+                got = None if fresh else by_pool[pool]
+                states.store(version, manifest, pool, got, self.reporter)
         if "evidence" in by_pool or op == "build":
             judge_links(version, manifest, self.reporter)
         elif "perspectives" in by_pool:
@@ -471,9 +465,6 @@ class Indexer:
 
     def _link(self, version: Path, manifest: dict[str, Any], pids: list[str] | None = None) -> None:
         derived.link(version, manifest, self.reporter, pids)
-
-    def _states(self, version: Path, manifest: dict[str, Any], items: list[Item] | None) -> None:
-        derived.store_states(version, manifest, self.reporter, items)
 
     def _rebuild_backend(
         self, cls: type[Backend], folder: Path, store: ItemStore, manifest: dict[str, Any]
@@ -502,7 +493,11 @@ class Indexer:
 
     def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:
         cfg = IndexConfig.from_json(manifest["config"])
-        return {"count": store.count(), "retrievers": list(cfg.for_pool(store.path.parent.name))}
+        pool = store.path.parent.name
+        entry = {"count": store.count(), "retrievers": list(cfg.for_pool(pool))}
+        if pool in ARTICLE_POOLS:  # sentences of how many articles
+            entry["articles"] = store.article_count()
+        return entry
 
     @staticmethod
     def _counts(manifest: dict[str, Any]) -> dict[str, int]:

@@ -1,10 +1,12 @@
-"""News articles to sentence items.
+"""Articles to sentence items: the news pool and the reader's documents.
 
 Articles come as JSONL (`id`, `title`, `source` or `outlet`, `date`, `url`, `text`), a JSON list of the
-same, or a folder of `.txt` / `.md` files (the file name is the id, a leading `# heading` the title).
-Sentences are split with sentencex (Wikimedia's maintained rule-based segmenter: no model download,
-handles abbreviations and quotes); each sentence keeps its article id, position, outlet, date, title
-and url, and gets the id `ARTICLE#POSITION`, stable as long as the article text is.
+same, or a folder of `.txt` / `.md` files (the file name is the id, a leading `# heading` the title);
+documents also as `.html` pages (main text, title, date and site name by trafilatura, as a page
+fetched from the web). Sentences are split with sentencex (Wikimedia's maintained rule-based
+segmenter: no model download, handles abbreviations and quotes); each sentence keeps its article
+id, position, outlet, date, title and url, and gets the id `ARTICLE#POSITION`, stable as long as
+the article text is.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from perspect.core.errors import InputError
 from perspect.indexer.readers import ReadReport, _Collector, iter_files, read_text_file
 
 NEWS_FILE_SUFFIXES = (".txt", ".md")
+DOCUMENT_FILE_SUFFIXES = (".txt", ".md", ".html", ".htm")
+HTML_SUFFIXES = (".html", ".htm")
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
@@ -65,35 +69,80 @@ def _articles_from_json(path: Path, col: _Collector) -> Iterator[tuple[dict[str,
             col.error(n, f"malformed JSON: {e.msg}")
 
 
-def _articles_from_folder(path: Path, col: _Collector) -> Iterator[tuple[dict[str, Any], int]]:
+def _articles_from_folder(
+    path: Path, col: _Collector, suffixes: tuple[str, ...]
+) -> Iterator[tuple[dict[str, Any], int]]:
     """One article per file; a file that cannot be read (empty, binary, wrong encoding) is a bad
     record of the folder, so `--skip-bad` indexes the others instead of refusing them all."""
-    files = list(iter_files(path, NEWS_FILE_SUFFIXES))
+    files = list(iter_files(path, suffixes))
     if not files:
-        raise InputError(str(path), "no .txt or .md files in this folder")
+        kinds = [s for s in suffixes if s != ".htm"]
+        kinds = f"{', '.join(kinds[:-1])} or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
+        raise InputError(str(path), f"no {kinds} files in this folder")
     for f in files:
         try:
-            text = read_text_file(f)
+            yield _article_file(f, str(f.relative_to(path).with_suffix(""))), 0
         except InputError as e:
             col.error(None, f"{f.relative_to(path)}: {e.reason}")
-            continue
-        title = None
-        first, _, rest = text.partition("\n")
-        if first.startswith("#"):
-            title, text = first.lstrip("#").strip(), rest
-        yield {"id": str(f.relative_to(path).with_suffix("")), "title": title, "text": text}, 0
 
 
-def read_news(path: str | Path, language: str = "en") -> ReadReport:
+def _article_file(f: Path, ident: str) -> dict[str, Any]:
+    """One file as an article: an HTML page through trafilatura, else text with an optional
+    leading `# title` line."""
+    text = read_text_file(f)
+    if f.suffix.lower() in HTML_SUFFIXES:
+        return {"id": ident, **html_article(text, str(f))}
+    title = None
+    first, _, rest = text.partition("\n")
+    if first.startswith("#"):
+        title, text = first.lstrip("#").strip(), rest
+    return {"id": ident, "title": title, "text": text}
+
+
+def html_article(html: str, where: str) -> dict[str, Any]:
+    """Main text, title, date, site name and canonical URL of a saved page (trafilatura, as a
+    page from the web: paragraphs kept apart, the headline not repeated as a sentence)."""
+    import trafilatura
+
+    raw = trafilatura.extract(html, output_format="json", with_metadata=True)
+    got = json.loads(raw) if raw else {}
+    text = (got.get("text") or "").strip()
+    if not text:
+        raise InputError(where, "no article text in this page")
+    title = got.get("title")
+    first, _, rest = text.partition("\n")
+    if title and first.strip() == title.strip() and rest.strip():
+        text = rest.strip()
+    rec = {
+        "title": title,
+        # trafilatura's JSON: the site name under "source-hostname", the canonical URL "source"
+        "outlet": got.get("source-hostname") or got.get("hostname"),
+        "date": got.get("date"),
+        "url": got.get("source"),
+        "text": re.sub(r"\n+", "\n\n", text),
+    }
+    return {k: v for k, v in rec.items() if v}
+
+
+def read_documents(path: str | Path, language: str = "en") -> ReadReport:
+    """The reader's documents: articles as for news, and `.html` pages too."""
+    return read_news(path, language, DOCUMENT_FILE_SUFFIXES)
+
+
+def read_news(
+    path: str | Path, language: str = "en", suffixes: tuple[str, ...] = NEWS_FILE_SUFFIXES
+) -> ReadReport:
     """Read articles and return one Item per sentence."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(p), "no such file or folder")
     col = _Collector(str(p), id_field=None, text_field=None, id_prefix="s")
     if p.is_dir():
-        articles = _articles_from_folder(p, col)
+        articles = _articles_from_folder(p, col, suffixes)
     elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         articles = _articles_from_json(p, col)
+    elif p.suffix.lower() in HTML_SUFFIXES and p.suffix.lower() in suffixes:
+        articles = iter([(_article_file(p, p.stem), 0)])
     else:
         articles = iter([({"id": p.stem, "text": read_text_file(p)}, 0)])
     seen: set[str] = set()

@@ -28,6 +28,7 @@ from perspect.core.index.config import check_name, resolve_home
 from perspect.core.index.layout import IndexDir
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter
+from perspect.core.types import ARTICLE_POOLS
 from perspect.indexer.web_fetch import (
     LABELS,
     STATUSES,
@@ -108,9 +109,9 @@ class _Indexed:
     again. Both are indexed lookups (the news store indexes `url` and `content_hash`:
     perspect.core.index.store), not scans of the pool; the live version is leased meanwhile."""
 
-    def __init__(self, home: Path, name: str):
+    def __init__(self, home: Path, name: str, pool: str = "news"):
         self.lease = IndexDir(home, name).lease()
-        folder = self.lease.version / "news"
+        folder = self.lease.version / pool
         self.store = (
             ItemStore(folder, readonly=True) if (folder / ItemStore.FILENAME).is_file() else None
         )
@@ -262,11 +263,13 @@ def add_news(
     budget: float | None = None,
     wait: float = 60.0,
     on_write: Callable[[], None] | None = None,
+    pool: str = "news",
 ) -> NewsReport:
     """Fetch, extract and de-duplicate `inputs`, then add the new articles to the news pool of
-    index `name`. `timeout`: seconds per URL, the whole fetch; `budget`: seconds for fetching
-    them all (None: no limit; the write that follows is not cut short); `wait`: seconds to wait
-    for another writer of the index (IndexBusy after)."""
+    index `name` (`pool`: or to the reader's documents, which a search mines for perspectives).
+    `timeout`: seconds per URL, the whole fetch; `budget`: seconds for fetching them all (None:
+    no limit; the write that follows is not cut short); `wait`: seconds to wait for another
+    writer of the index (IndexBusy after)."""
     from perspect.indexer.indexer import Indexer, Source
 
     if not inputs:
@@ -277,12 +280,14 @@ def add_news(
     root = resolve_home(home)
     d = IndexDir(root, check_name(name))
     live = d.current().name  # an unknown index is refused before anything is fetched
-    known = _Indexed(root, name)
+    if pool not in ARTICLE_POOLS:
+        raise PerspectError(f"articles go to the news or documents pool, not {pool}")
+    known = _Indexed(root, name, pool)
     try:
         articles, outcomes = collect(inputs, timeout, reporter, budget, known)
     finally:
         known.close()
-    known = _Indexed(root, name)  # the live version now: another add may have published
+    known = _Indexed(root, name, pool)  # the live version now: another add may have published
     try:
         urls = known.urls([a.url for a in articles if a.url])
         hashes = known.hashes([a.content_hash for a in articles])
@@ -302,7 +307,7 @@ def add_news(
             try:
                 if on_write is not None:
                     on_write()
-                rep = indexer.add([Source("news", path)])
+                rep = indexer.add([Source(pool, path)])
                 break
             except IndexBusy:
                 if time.monotonic() >= deadline:
@@ -313,6 +318,6 @@ def add_news(
         name,
         rep.version,
         tuple(added + outcomes),
-        sentences=rep.added.get("news", 0) + rep.replaced.get("news", 0),
+        sentences=rep.added.get(pool, 0) + rep.replaced.get(pool, 0),
         counts=dict(rep.counts),
     )

@@ -36,7 +36,7 @@ from perspect.core.index.corrections import Correction, Corrections
 from perspect.core.index.layout import IndexDir, list_indexes
 from perspect.core.model import bundle
 from perspect.core.progress import Reporter
-from perspect.core.result import Coverage, SearchResult
+from perspect.core.result import Coverage, SearchResult, SourceContext
 from perspect.core.service import ServiceStatus
 from perspect.core.types import HitList, validate_claim
 from perspect.indexer.index_config import (
@@ -127,7 +127,7 @@ class Perspect:
         with MODEL_LOADS, self._lock:
             if self._engine is None:
                 config = self._config or EngineConfig()
-                self._searcher.warm_in_background(("perspectives", "news"))
+                self._searcher.warm_in_background(("perspectives", "news", "documents"))
                 news = bool(self._searcher.pools.get("news"))
                 self._engine = Engine.load(self._searcher, self._model_dir, config, news=news)
             return self._engine
@@ -204,6 +204,10 @@ class Perspect:
         """Every correction stored for this index, oldest first."""
         return Corrections(self._searcher.dir.root).all()
 
+    def context(self, sentence_id: str, pool: str = "documents") -> SourceContext:
+        """A mined sentence (documents or news) in its article: every sentence, and which."""
+        return self._searcher.context(pool, sentence_id)
+
     def close(self) -> None:
         self._searcher.close()
 
@@ -261,6 +265,9 @@ class PerspectService:
 
     def correct(self, claim, perspective=None, side=None, same=None, undo=False) -> bool:
         return self._open().correct(claim, perspective, side, same, undo)
+
+    def context(self, sentence_id: str, pool: str = "documents") -> SourceContext:
+        return self._open().context(sentence_id, pool)
 
     def close(self) -> None:
         if self._perspect is not None:
@@ -329,7 +336,7 @@ def add_to_index(
     skip_bad: bool = False,
 ) -> WriteReport:
     if not sources:
-        raise PerspectError("nothing to add", hint="pass --perspectives, --evidence or --news")
+        raise PerspectError("nothing to add", hint="pass --perspectives, --news, --documents...")
     return Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad).add(sources)
 
 
@@ -342,9 +349,11 @@ def add_news(
     timeout: float = 10.0,
     budget: float | None = None,
     wait: float = 60.0,
+    pool: str = "news",
 ) -> NewsReport:
     """Fetch pages and RSS/Atom feeds (URLs) or take article objects, de-duplicate them by URL
-    and text, and add the new ones to the news pool of `name` (perspect.indexer.web_news). A
+    and text, and add the new ones to the news pool of `name` (perspect.indexer.web_news; `pool`
+    "documents": to the reader's documents, mined for perspectives). A
     dead URL, a page that is not HTML or an empty article is one outcome of the report; the
     rest still goes in; a URL already indexed is not fetched. `timeout`: seconds per URL (the
     whole fetch); `budget`: seconds for all the fetching (None: no limit), what it leaves is
@@ -352,8 +361,9 @@ def add_news(
     from perspect.indexer.web_news import add_news as run
 
     return run(
-        name, inputs, home=home, reporter=reporter, timeout=timeout, budget=budget, wait=wait
-    )
+        name, inputs, home=home, reporter=reporter, timeout=timeout, budget=budget, wait=wait,
+        pool=pool,
+    )  # fmt: skip
 
 
 def delete_from_index(

@@ -30,6 +30,7 @@ MANIFEST = "manifest.json"
 TRAIN = "python -m perspect.lab.train.stance_trunk --out models/stance"
 _LOADED: dict[tuple[str, float, bool], StanceTrunk] = {}
 _LOCK = threading.Lock()
+CLAIMS_KEPT = 8  # claims whose lower states a trunk keeps (StanceTrunk.claim_lower)
 
 
 GRAPHS = ("trunk_lower", "trunk_top")  # the top graph gives every head's logits
@@ -53,6 +54,7 @@ class StanceTrunk:
             h: slice(int(e) - n, int(e)) for (h, n), e in zip(self.heads.items(), ends, strict=True)
         }
         self.base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+        self._claims: dict[str, np.ndarray] = {}  # claim_lower's, oldest first
 
     @property
     def served(self) -> bool:
@@ -226,11 +228,24 @@ class StanceTrunk:
                 out[i] = np.asarray(h[j, : int(mask[j].sum())], dtype=np.float32).copy()
         return out
 
+    def claim_lower(self, claim: str) -> np.ndarray:
+        """The claim's lower states, kept for the last few claims: a search reads them for its
+        perspectives' sides, then again for the sentences it mines (pipeline.mining)."""
+        with _LOCK:
+            got = self._claims.get(claim)
+        if got is None:
+            got = self.lower([claim])[0]
+            with _LOCK:
+                self._claims[claim] = got
+                while len(self._claims) > CLAIMS_KEPT:
+                    self._claims.pop(next(iter(self._claims)))
+        return got
+
     def support(self, claim: str, states: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
         """Uncalibrated P(support) of each perspective (given by its lower states) for `claim`."""
         if not len(states):
             return np.zeros(0)
-        return self.joined(self.lower([claim])[0], states, batch)
+        return self.joined(self.claim_lower(claim), states, batch)
 
     def joined(self, c: np.ndarray, states: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
         """`support` with the claim's lower states given (a claim scored against many texts)."""
@@ -242,13 +257,19 @@ class StanceTrunk:
         """Head `head` on each pair (a[i], b[i]) of lower states, decomposed (each text's lower
         layers alone, as stored): a probability per pair for a one-logit head, a distribution
         (n, classes) for the others."""
-        if not len(a):
-            return self._probs(head, np.zeros((0, sum(self.heads.values()))))
+        return self.every_head(a, b, batch)[head]
+
+    def every_head(
+        self, a: Sequence[np.ndarray], b: Sequence[np.ndarray], batch: int = 64
+    ) -> dict[str, np.ndarray]:
+        """Every head on each pair (a[i], b[i]) of lower states from one pass of the top layers
+        (the top graph gives every head's logits): what `pairs` gives per head."""
         seqs = [
             np.concatenate([np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32)])
             for x, y in zip(a, b, strict=True)
         ]
-        return self._probs(head, self._top(seqs, batch))
+        logits = self._top(seqs, batch) if seqs else np.zeros((0, sum(self.heads.values())))
+        return {h: self._probs(h, logits) for h in self.heads}
 
     def joint(self, head: str, a: Sequence[str], b: Sequence[str], batch: int = 32) -> np.ndarray:
         """Head `head` on text pairs read together through every layer (`<s> a </s></s> b </s>`):

@@ -22,7 +22,8 @@ from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, resolve_home
 from perspect.core.index.layout import IndexDir, Lease
 from perspect.core.index.store import ItemStore
-from perspect.core.types import POOLS, Hit, HitList, validate_claim
+from perspect.core.result import Provenance, SourceContext
+from perspect.core.types import ARTICLE_POOLS, POOLS, Hit, HitList, validate_claim
 from perspect.retriever.base import Backend, VectorBackend
 from perspect.retriever.fusion import rrf
 from perspect.retriever.registry import backend_class
@@ -71,8 +72,7 @@ class _View:
         self.vector_backends: dict[str, VectorBackend | None] = {}
         self.links: Any = None
         self.links_read = False
-        self.states: Any = None
-        self.states_read = False
+        self.states: dict[str, Any] = {}  # pool -> its stored stance states, or None
         self.users = 0  # searches running on it
         self.retired = False  # a newer version replaced it: close when the last user leaves
 
@@ -83,13 +83,14 @@ class _View:
             b.close()
         if self.links is not None:
             self.links.close()
-        if self.states is not None:
-            self.states.close()
+        for st in self.states.values():
+            if st is not None:
+                st.close()
         self.stores.clear()
         self.backends.clear()
         self.vector_backends.clear()
         self.links = None
-        self.states = None
+        self.states.clear()
         self.lease.release()
 
 
@@ -353,19 +354,39 @@ class Searcher:
             v.links_read = True
         return v.links
 
-    def stance_states(self):
-        """The perspectives' stored lower-layer states of the stance trunk
-        (perspect.core.index.stance_states), or None (an index built without them)."""
+    def stance_states(self, pool: str = "perspectives"):
+        """The stored lower-layer states of the stance trunk of `pool`'s items (the perspectives,
+        the documents' sentences: perspect.core.index.stance_states), or None (an index built
+        without them)."""
         from perspect.core.index.stance_states import STATES, States
 
         v = self._v
-        if not v.states_read:
-            folder = v.version / "perspectives"
+        if pool not in v.states:
+            folder = v.version / pool
             if States.exists(folder):
-                integrity.check(v.version, v.manifest, f"perspectives/{STATES}")
-            v.states = States(folder) if States.exists(folder) else None
-            v.states_read = True
-        return v.states
+                integrity.check(v.version, v.manifest, f"{pool}/{STATES}")
+            v.states[pool] = States(folder) if States.exists(folder) else None
+        return v.states[pool]
+
+    def context(self, pool: str, sentence_id: str) -> SourceContext:
+        """A sentence of an article pool (news, documents) in its article: every sentence of
+        that article, in order, and which one it is."""
+        if pool not in ARTICLE_POOLS:
+            raise PerspectError(f"{pool} holds no articles", hint="news or documents")
+        with self.pinned():
+            store = self.store(pool)
+            item = store.get(sentence_id)
+            if item is None:
+                raise NotInIndex(
+                    f"index {self.name!r} has no {pool} sentence {sentence_id!r}",
+                    hint="the ids are in the search's --json (a member's source)",
+                )
+            source = Provenance.of(pool, item.id, item.metadata)
+            sentences = store.article(source.article_id) or [item]
+            ids = [it.id for it in sentences]
+            return SourceContext(
+                pool, item.id, ids.index(item.id), tuple(it.text for it in sentences), source
+            )
 
     def _check_pool(self, pool: str) -> None:
         if pool not in POOLS:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from perspect.core.errors import Cancelled
+from perspect.core.errors import Cancelled, NotInIndex
 from perspect.core.result import (
     Coverage,
     EvidenceItem,
     Member,
     PerspectiveCluster,
+    Provenance,
     SearchResult,
+    SourceContext,
 )
 from perspect.core.service import ServiceStatus
 
@@ -56,10 +58,31 @@ def answer(claim: str) -> SearchResult:
     return SearchResult(claim, clusters, Coverage(1, 2), (), took_ms=12.0)
 
 
+# an article of the reader's documents, whose second sentence the "mined" answer shows
+ARTICLE = Provenance("documents", "ledger-7", 1, "Zoos are prisons", "The Ledger", "2025-03-04",
+                     "https://ledger.example/zoos")  # fmt: skip
+ARTICLE_TEXT = (
+    "The city zoo opened a new enclosure on Monday.",
+    "Zoos confine wild animals to small spaces for their whole lives.",
+    "Visitors numbers rose by a tenth last year.",
+)
+
+
+def mined_answer(claim: str) -> SearchResult:
+    """The answer plus one cluster mined from the reader's documents, alone on its side."""
+    from dataclasses import replace
+
+    res = answer(claim)
+    m = Member("ledger-7#1", ARTICLE_TEXT[1], 0.8, 0.2, {"outlet": "The Ledger"}, source=ARTICLE)
+    mined = PerspectiveCluster(m, (m,), "oppose", 0.8, 0.95)
+    cov = Coverage(1, 3, thin=("the opposing side comes only from mined sentences",))
+    return replace(res, clusters=(mined, *res.clusters), coverage=cov)
+
+
 class FakeService:
-    """`mode`: "answer" (at once), "cooperative" (runs until cancelled, then raises Cancelled,
-    as the engine does between stages) or "stuck" (ignores cancel: a native call that never
-    returns)."""
+    """`mode`: "answer" (at once), "mined" (at once, with a perspective mined from a document),
+    "cooperative" (runs until cancelled, then raises Cancelled, as the engine does between
+    stages) or "stuck" (ignores cancel: a native call that never returns)."""
 
     def __init__(self, mode: str = "answer", index: str = "fake"):
         self.mode = mode
@@ -84,7 +107,7 @@ class FakeService:
             raise Cancelled("search cancelled")
         if self.mode == "stuck":
             self.release.wait()
-        res = answer(claim)
+        res = mined_answer(claim) if self.mode == "mined" else answer(claim)
         if not self.sides:
             return res
         from dataclasses import replace
@@ -111,3 +134,8 @@ class FakeService:
 
     def compare(self, a: str | Path, b: str | Path):
         raise NotImplementedError("the fake compares nothing")
+
+    def context(self, sentence_id: str, pool: str = "documents") -> SourceContext:
+        if sentence_id != "ledger-7#1":
+            raise NotInIndex(f"index {self.index!r} has no {pool} sentence {sentence_id!r}")
+        return SourceContext(pool, sentence_id, 1, ARTICLE_TEXT, ARTICLE)

@@ -17,6 +17,7 @@ def test_colbert_indexes_the_pools_the_search_reads(tiny_colbert, tmp_path):
     cfg = api.index_config(["bm25", "colbert"], colbert_model=str(tiny_colbert))
     assert cfg.backends["colbert"]["pools"] == ["perspectives", "news"]
     assert cfg.for_pool("evidence") == ("bm25",) and cfg.for_pool("news") == ("bm25", "colbert")
+    assert cfg.for_pool("documents") == ("bm25", "colbert")  # the reader's: where news goes
     every = api.index_config(
         ["bm25", "colbert"],
         colbert_model=str(tiny_colbert),

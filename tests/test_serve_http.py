@@ -179,7 +179,7 @@ def test_the_description_states_every_limit_and_status(limit_server):
     assert search["claim"]["maxLength"] == cfg.max_claim_chars and search["claim"]["pattern"]
     k = next(x for x in search["k"]["anyOf"] if x.get("type") == "integer")
     assert (k["minimum"], k["maximum"]) == (1, cfg.max_k)
-    assert search["pool"]["anyOf"][0]["enum"] == ["perspectives", "evidence", "news"]
+    assert search["pool"]["anyOf"][0]["enum"] == ["perspectives", "evidence", "news", "documents"]
     assert schemas["ArticleIn"]["properties"]["text"]["pattern"]
     news = schemas["NewsRequest"]["properties"]["articles"]
     assert (news["minItems"], news["maxItems"]) == (1, cfg.max_news_inputs)
@@ -188,6 +188,8 @@ def test_the_description_states_every_limit_and_status(limit_server):
         ("POST", "/search"): {"200", "400", "404", "413", "422", "500", "503", "504"},
         ("POST", "/compare"): {"200", "400", "413", "422", "500", "503", "504"},
         ("POST", "/indexes/{name}/news"): {"200", "400", "404", "413", "422", "500", "503"},
+        ("POST", "/indexes/{name}/documents"): {"200", "400", "404", "413", "422", "500", "503"},
+        ("GET", "/indexes/{name}/context"): {"200", "400", "404", "413", "422", "500"},
     }
     for key, codes in want.items():
         assert set(ops[key]["responses"]) == codes, key

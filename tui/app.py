@@ -33,6 +33,7 @@ from perspect.core.result import SearchResult
 from perspect.core.service import SearchService, ServiceStatus
 from perspect.tui.messages import (
     CompareDone,
+    ContextDone,
     CorrectionAsked,
     CorrectionDone,
     SearchDone,
@@ -42,11 +43,13 @@ from perspect.tui.messages import (
 from perspect.tui.widgets.claim_input import ClaimInput
 from perspect.tui.widgets.cluster_item import ClusterItem
 from perspect.tui.widgets.compare_screen import CompareScreen
+from perspect.tui.widgets.context_screen import ContextScreen
 from perspect.tui.widgets.coverage_bar import CoverageBar
 from perspect.tui.widgets.detail_screen import DetailScreen
 from perspect.tui.widgets.help_screen import HelpScreen
 from perspect.tui.widgets.news_panel import NewsPanel
 from perspect.tui.widgets.side_column import SideColumn
+from perspect.tui.widgets.source_item import SourceItem
 
 
 class PerspectApp(App[None]):
@@ -308,6 +311,20 @@ class PerspectApp(App[None]):
         if isinstance(event.item, ClusterItem):
             news = self.result.news_for(event.item.cluster) if self.result else ()
             self.push_screen(DetailScreen(event.item.cluster, news))
+        elif isinstance(event.item, SourceItem) and event.item.member.source is not None:
+            self.run_context(event.item.member.id, event.item.member.source.pool)
+
+    @work(thread=True, exclusive=True, group="context")
+    def run_context(self, sentence_id: str, pool: str) -> None:
+        """The mined sentence's article from the index (a lookup: milliseconds)."""
+        with self._working():
+            try:
+                self.post_message(ContextDone(self.service.context(sentence_id, pool)))
+            except PerspectError as e:
+                self.post_message(SearchFailed(e.message, e.hint))
+
+    def on_context_done(self, msg: ContextDone) -> None:
+        self.push_screen(ContextScreen(msg.context))
 
     def action_cancel(self) -> None:
         """Cancelled at once on screen: the worker stops at its next check (the engine checks

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from perspect.core.result import SearchResult
+from perspect.core.result import SearchResult, SourceContext
 
 
 @dataclass
@@ -51,3 +51,8 @@ class CorrectionDone(Message):
 @dataclass
 class CompareDone(Message):
     comparison: object  # perspect.pipeline.compare.Comparison (the TUI imports only the API)
+
+
+@dataclass
+class ContextDone(Message):
+    context: SourceContext  # a mined sentence in its article, for the context screen

@@ -52,6 +52,13 @@ def add_pool_inputs(p: argparse.ArgumentParser) -> None:
         "--news", action="append", metavar="PATH", help="news articles (JSONL or folder)"
     )
     p.add_argument(
+        "--documents",
+        action="append",
+        metavar="PATH",
+        help="your own sources, mined for perspectives: a folder of .txt/.md/.html files, a "
+        "JSONL of articles (id, title, outlet, date, url, text), or the URL of a page or feed",
+    )
+    p.add_argument(
         "--format",
         choices=["json", "jsonl", "csv", "tsv", "txt"],
         help="input format (default: from the file extension)",

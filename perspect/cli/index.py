@@ -92,18 +92,35 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _urls(args: argparse.Namespace) -> list[str]:
+    """The pages and feeds given as --documents (fetched as `perspect news add` fetches)."""
+    docs = args.documents or []
+    args.documents = [d for d in docs if not d.startswith(("http://", "https://"))]
+    return [d for d in docs if d.startswith(("http://", "https://"))]
+
+
 def cmd_index_add(args: argparse.Namespace) -> int:
     from perspect import api
     from perspect.core.presentation.progress_bars import RichReporter
 
+    urls = _urls(args)
     sources = _sources(args)
     engine_args(args)
     api.check_engine(args.name, args.backend, home=args.home)
     with RichReporter(quiet=args.quiet) as rep:
-        report = api.add_to_index(
-            args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad
-        )
-    _print_report(report, "updated")
+        if urls:
+            got = api.add_news(args.name, urls, home=args.home, reporter=rep, pool="documents")
+        if sources or not urls:
+            report = api.add_to_index(
+                args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad
+            )
+    if urls:
+        c = console()
+        for o in got.outcomes:
+            c.print(f"  {literal(o.line())}")
+        c.print(f"[green]✓[/] documents from the web: {got.summary()}; {got.sentences:,} sentences")
+    if sources or not urls:
+        _print_report(report, "updated")
     return 0
 
 
@@ -176,7 +193,7 @@ def cmd_index_status(args: argparse.Namespace) -> int:
                 m["name"] if i == 0 else "",
                 m["version"] if i == 0 else "",
                 pool,
-                f"{e['count']:,}",
+                f"{e['count']:,}" + _articles(m, pool, e),
                 ",".join(e["retrievers"])
                 + (" (elasticsearch)" if api.index_engine(m) == "elasticsearch" else ""),
                 literal(", ".join(dict.fromkeys(srcs))),
@@ -189,6 +206,16 @@ def cmd_index_status(args: argparse.Namespace) -> int:
         if m.get("hint"):
             err.print(f"  [dim]hint:[/] {literal(m['hint'])}", soft_wrap=True)
     return 2 if damaged else 0
+
+
+def _articles(manifest: dict, pool: str, entry: dict) -> str:
+    """An article pool's count of articles, and (documents) of the sentences a search can mine
+    with the relation model's stored states."""
+    if "articles" not in entry:
+        return ""
+    said = f" sentences of {entry['articles']:,} articles"
+    states = manifest.get(f"stance_states_{pool}", {}).get("count")
+    return said + (f"; {states:,} ready to mine" if states is not None else "")
 
 
 def register(sub) -> None:
@@ -208,8 +235,9 @@ def register(sub) -> None:
     b.add_argument(
         "--colbert-pools",
         metavar="POOLS",
-        help="pools ColBERT indexes, comma-separated, or 'all' (default: perspectives,news: "
-        "the search reads evidence through BM25 + dense links, not ColBERT)",
+        help="pools ColBERT indexes, comma-separated, or 'all' (default: perspectives,news, and "
+        "documents wherever news is: the search reads evidence through BM25 + dense links, not "
+        "ColBERT)",
     )
     b.add_argument(
         "--dense-model",

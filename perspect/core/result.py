@@ -34,17 +34,72 @@ class EvidenceItem(FrozenMetadata):
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Where a mined sentence comes from: its pool (the reader's documents, or news), its
+    article and its position there (`ARTICLE#POSITION` is the sentence's id), with what the
+    article said of itself."""
+
+    pool: str
+    article_id: str
+    position: int
+    title: str | None = None
+    outlet: str | None = None
+    date: str | None = None
+    url: str | None = None
+
+    @classmethod
+    def of(cls, pool: str, ident: str, metadata: Mapping[str, Any]) -> Provenance:
+        article, _, pos = ident.rpartition("#")
+        got = {k: metadata.get(k) for k in ("title", "outlet", "date", "url")}
+        return cls(
+            pool,
+            str(metadata.get("article_id") or article or ident),
+            int(metadata.get("position", pos if pos.isdigit() else 0)),
+            **{k: None if v is None else str(v) for k, v in got.items()},
+        )
+
+    @property
+    def source(self) -> str:
+        """Who carries it, for counting sources: the outlet, else the article."""
+        return self.outlet or self.article_id
+
+    @property
+    def label(self) -> str:
+        """outlet · date · title (what is known), for a reader."""
+        parts = [x for x in (self.outlet, self.date, self.title) if x]
+        return " · ".join(parts) if parts else self.article_id
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "article_id": self.article_id,
+            "position": self.position,
+            "title": self.title,
+            "outlet": self.outlet,
+            "date": self.date,
+            "url": self.url,
+        }
+
+
+@dataclass(frozen=True)
 class Member(FrozenMetadata):
-    """One phrasing of a perspective, with the model's judgement of it for this claim."""
+    """One phrasing of a perspective, with the model's judgement of it for this claim: a curated
+    perspective, or a sentence mined from the reader's documents or the news (`source` says
+    where from; perspect.pipeline.mining)."""
 
     id: str
     text: str
-    relevance: float  # calibrated P(valid perspective on the claim)
+    relevance: float  # calibrated P(valid perspective on the claim); mined: P(an argument on it)
     support: float  # calibrated P(supports the claim); 1 - support is P(opposes)
     metadata: Mapping[str, Any] = field(default_factory=dict)
     corrected: bool = (
         False  # a reader's correction set its side or merged it (core.index.corrections)
     )
+    source: Provenance | None = None  # a mined sentence's article; None: a curated perspective
+
+    @property
+    def mined(self) -> bool:
+        return self.source is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +109,7 @@ class Member(FrozenMetadata):
             "support": round(self.support, 4),
             "corrected": self.corrected,
             "metadata": dict(self.metadata),
+            "source": self.source.to_json() if self.source else None,
         }
 
 
@@ -93,6 +149,16 @@ class PerspectiveCluster:
         return sum(1 for e in self.evidence if e.verdict == "supports")
 
     @property
+    def sources(self) -> tuple[str, ...]:
+        """The outlets (else articles) its mined members come from, each once, in order."""
+        return tuple(dict.fromkeys(m.source.source for m in self.members if m.source))
+
+    @property
+    def mined_only(self) -> bool:
+        """Every phrasing was mined from documents or news: no curated perspective makes it."""
+        return all(m.mined for m in self.members)
+
+    @property
     def side_label(self) -> str:
         """What a reader is told: "support" / "oppose", or "leans support" / "leans oppose" when
         the model's calibrated P(side) is below LEAN: a guess must not read as a verdict."""
@@ -111,6 +177,8 @@ class PerspectiveCluster:
             "score": round(self.score, 4),
             "evidence": [e.to_json() for e in self.evidence],
             "why": self.why.to_json() if self.why else None,
+            "sources": len(self.sources),
+            "mined": sum(1 for m in self.members if m.mined),
         }
 
 
@@ -158,12 +226,21 @@ class NewsItem(FrozenMetadata):
 
 @dataclass(frozen=True)
 class Coverage:
-    """How many clusters each side got; unclear ones are counted apart, outside the balance."""
+    """How many clusters each side got; unclear ones are counted apart, outside the balance.
+    `thin`: what the sides shown rest on where a reader should know it (pipeline.order): a side
+    that comes only from mined sentences, or from one outlet."""
 
     support: int
     oppose: int
     warning: str | None = None
     unclear: int = 0
+    thin: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str | None:
+        """The warning and the notes on the sides' sources, as one line (None: nothing to say)."""
+        said = "; ".join(x for x in (self.warning, *self.thin) if x)
+        return said or None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +248,29 @@ class Coverage:
             "oppose": self.oppose,
             "unclear": self.unclear,
             "warning": self.warning,
+            "thin": list(self.thin),
+        }
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """A mined sentence in its article: the article's sentences in order and which one it is
+    (`focus`), for a reader who opens it (`Perspect.context`)."""
+
+    pool: str
+    sentence_id: str
+    focus: int  # index into `sentences`
+    sentences: tuple[str, ...]
+    source: Provenance
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "perspect.context/1",
+            "pool": self.pool,
+            "sentence_id": self.sentence_id,
+            "focus": self.focus,
+            "sentences": list(self.sentences),
+            "source": self.source.to_json(),
         }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from perspect.core.result import SearchResult
+from perspect.core.result import SearchResult, SourceContext
 
 ProgressFn = Callable[[str, float], None]  # (stage, fraction done)
 
@@ -62,4 +62,9 @@ class SearchService(Protocol):
         """A reader's correction for `claim` (perspect.core.index.corrections): `perspective` is on
         `side` (support, oppose, off-topic), or the perspectives `same` make one point; `undo`
         takes it back. True when something changed."""
+        ...
+
+    def context(self, sentence_id: str, pool: str = "documents") -> SourceContext:
+        """A mined sentence in its article (perspect.core.result.SourceContext); raises
+        PerspectError when the index has no such sentence."""
         ...

@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-Pool = Literal["perspectives", "evidence", "news"]
-POOLS: tuple[Pool, ...] = ("perspectives", "evidence", "news")
+Pool = Literal["perspectives", "evidence", "news", "documents"]
+POOLS: tuple[Pool, ...] = ("perspectives", "evidence", "news", "documents")
+# The pools of article sentences (ids `ARTICLE#POSITION`, with title, outlet, date, url): news
+# (ClaimDiff's strengthen / weaken) and the reader's own documents; a search mines both for
+# perspectives where the index has documents (perspect.pipeline.mining).
+ARTICLE_POOLS: tuple[Pool, ...] = ("news", "documents")
 
 MAX_CLAIM_CHARS = 2000
 
@@ -27,7 +31,7 @@ class FrozenMetadata:
 
 @dataclass(frozen=True)
 class Item(FrozenMetadata):
-    """One retrievable unit: a perspective, an evidence paragraph or a news sentence."""
+    """One retrievable unit: a perspective, an evidence paragraph, a news or document sentence."""
 
     id: str
     text: str

@@ -191,14 +191,18 @@ class Clusters:
 
         return ce
 
-    def base_features(self, query, ids, texts, support, pairs) -> dict[str, np.ndarray]:
-        """The stack's features but the model's, of `pairs` (index arrays i, j)."""
+    def base_features(
+        self, query, ids, texts, support, pairs, vectors: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """The stack's features but the model's, of `pairs` (index arrays i, j). `vectors`: the
+        texts' dense vectors where they are not all stored perspectives (mined sentences)."""
         st = self.decisions.stack("equivalence")
         if query.vector is None and "resid" in st.features:
             query = self.retrieve.query(query.text, vector=True)
         stems = self.point_stems(query, texts) if "jacc" in st.features else None
-        vectors = self.retrieve.vectors
-        return equivalence_features(vectors.vectors(list(ids)), support, pairs, query.vector, stems)
+        if vectors is None:
+            vectors = self.retrieve.vectors.vectors(list(ids))
+        return equivalence_features(vectors, support, pairs, query.vector, stems)
 
     @property
     def with_vectors(self) -> bool:
@@ -219,8 +223,11 @@ class Clusters:
         texts: Sequence[str],
         support: Sequence[float] | None = None,
         allowed: np.ndarray | None = None,
+        vectors: np.ndarray | None = None,
     ) -> np.ndarray:
-        """P(same point) for every pair (n x n). With stored vectors and a cosine stack: the
+        """P(same point) for every pair (n x n); `vectors`: the texts' dense vectors where they
+        are not all perspectives (mined sentences: perspect.pipeline.mining). With stored
+        vectors and a cosine stack: the
         stack's features (see `equivalence_features`); the query's vector is encoded here
         when it has none. When the stack reads the equivalence cross-encoder, only the pairs
         that could merge are run through it (`ce_needed`; `allowed`, from `may_merge`, rules out
@@ -233,7 +240,7 @@ class Clusters:
         st = self.decisions.stack("equivalence")
         if st is not None and self.with_vectors and n:
             iu = np.triu_indices(n, 1)
-            feats = self.base_features(query, ids, texts, support, iu)
+            feats = self.base_features(query, ids, texts, support, iu, vectors)
             name = self.model_feature()
             if name is not None:
                 need = self.ce_pairs(feats, None if allowed is None else allowed[iu])

@@ -4,6 +4,8 @@
     relevance (pipeline.relevance)  candidates -> Judged (P(relevant), P(support)) -> kept Members
     clusters (pipeline.clusters)    members -> PerspectiveClusters (equivalence, complete link;
                                     each cluster's side from pipeline.stance)
+    mining (pipeline.mining)        an index with documents: arguments mined from them (and the
+                                    news) join the clusters or form their own, with their source
     evidence (pipeline.evidence)    clusters -> clusters with backing paragraphs
     news (pipeline.news)            claim + top clusters -> NewsItems (ClaimDiff)
     order (pipeline.order)          clusters -> sides interleaved, coverage
@@ -26,12 +28,13 @@ import numpy as np
 from perspect.core import background
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.index.corrections import Corrections
-from perspect.core.model.decisions import Decisions, RelationCuts
+from perspect.core.model.decisions import Decisions, MiningDecision, RelationCuts
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.clusters import Clusters, RelationPairs
 from perspect.pipeline.evidence import Evidence
+from perspect.pipeline.mining import Mining
 from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
 from perspect.pipeline.stance import StanceScorer
@@ -96,6 +99,13 @@ class EngineConfig:
     # animal rights or the minimum wage, which no article covers): .5 lets the first through.
     # Sentence-sentence pairs (perspect compare) are gated lower: see CompareConfig.
     news_min_similarity: float = 0.5
+    # mining (an index with documents: pipeline.mining): sentences retrieved per article pool,
+    # read by the relation model at most (the closest to the claim), the top clusters they may
+    # join, and the equivalence cross-encoder's pairs for joining them (the highest bounds)
+    mine_per_pool: int = 16
+    mine_most: int = 8
+    mine_join: int = 8
+    mine_ce_pairs: int | None = 12
 
     def serving(self) -> factory.Serving:
         """How the models are served under this configuration (the factory's `Serving`)."""
@@ -194,6 +204,20 @@ class Engine:
         self.evidence_stage = Evidence(
             searcher, self.decisions, cfg.evidence_clusters, cfg.evidence_per_cluster, cuts
         )
+        self.mining = Mining(
+            searcher,
+            self.relation,
+            MiningDecision.from_manifest(self.relation.manifest) if self.relation else None,
+            self.decisions,
+            Clusters(
+                self.retrieve, self.model, self.decisions, ce, cfg.min_overlap, cfg.mine_ce_pairs
+            ),
+            cfg.mine_per_pool,
+            cfg.mine_most,
+            cfg.mine_join,
+            cfg.fusion_depth,
+            cfg.rrf_k,
+        )
         self.news_stage = News(
             searcher,
             self.comparator,
@@ -275,6 +299,12 @@ class Engine:
             aside.append(links)
             clusters = self.clusters(found.query, members, fixes.same)[:max_clusters]
             t = step("equivalence", 0.9, t)
+
+            if self.mining.active:
+                clusters = self.mining(found.query, clusters)[:max_clusters]
+                if any(m.mined for c in clusters for m in c.members):
+                    related = ()  # an answer after all: no near misses shown instead
+                t = step("mining", 0.92, t)
 
             clusters = self.evidence_stage(clusters, links.result())
             t = step("evidence", 0.95, t)

@@ -45,8 +45,8 @@ class Evidence:
     ) -> list[PerspectiveCluster]:
         """The clusters with their evidence, re-ranked: one with no backing paragraph scores less.
         `known`: links looked up beforehand (`links`, while the clusters formed)."""
-        found, stored = self.cited_for_groups(
-            [[m.id for m in c.members] for c in clusters[: self.clusters]], known
+        found, stored = self.cited_for_groups(  # mined sentences have no links: curated only
+            [[m.id for m in c.members if not m.mined] for c in clusters[: self.clusters]], known
         )
         out = []
         for ci, c in enumerate(clusters):
@@ -65,6 +65,15 @@ class Evidence:
         stored at index time, else one scored here."""
         if not any(c.evidence for c in clusters):  # an index without evidence, say
             return clusters
+        if any(c.mined_only for c in clusters):  # nothing to cite for those
+            cited = [i for i, c in enumerate(clusters) if not c.mined_only]
+            got = self.with_reasons(
+                [clusters[i] for i in cited], None if stored is None else [stored[i] for i in cited]
+            )
+            out = list(clusters)
+            for i, c in zip(cited, got, strict=True):
+                out[i] = c
+            return out
         persp = self.searcher.vector_backend("perspectives")
         ev = self.searcher.vector_backend("evidence")
         vecs = persp.vectors if persp is not None and ev is not None else None

@@ -1,4 +1,6 @@
-"""The last stage: both sides interleaved, and the coverage line that warns when one is thin."""
+"""The last stage: both sides interleaved, and the coverage line that warns when one is thin, or
+when a side rests only on sentences mined from the reader's documents or the news (from one
+outlet, maybe): a reader weighs one newspaper's case differently from a curated debate's."""
 
 from __future__ import annotations
 
@@ -41,6 +43,20 @@ def coverage(n_sup: int, n_opp: int, thin: float, n_unclear: int = 0) -> Coverag
     return Coverage(n_sup, n_opp, warning, n_unclear)
 
 
+def thin_sources(clusters: Sequence[PerspectiveCluster]) -> tuple[str, ...]:
+    """One note per side whose every cluster was mined (no curated perspective makes any of its
+    points): how many outlets (else articles) carry it, named when it is one."""
+    notes = []
+    for stance, name in (("support", "supporting"), ("oppose", "opposing")):
+        side = [c for c in clusters if c.stance == stance]
+        if not side or not all(c.mined_only for c in side):
+            continue
+        sources = list(dict.fromkeys(s for c in side for s in c.sources))
+        where = f"one source ({sources[0]})" if len(sources) == 1 else f"{len(sources)} sources"
+        notes.append(f"the {name} side comes only from mined sentences, from {where}")
+    return tuple(notes)
+
+
 def retriever_mismatch(manifest: dict, retrievers: Sequence[str]) -> str | None:
     """Why relevance is off on this index, or None. The relevance stack reads the fused RRF score,
     which grows with the number of retrievers: decisions fitted on BM25 + dense + ColBERT keep
@@ -62,6 +78,7 @@ def ordered(
     out = interleave(clusters)
     n = {s: sum(1 for c in out if c.stance == s) for s in ("support", "oppose")}
     cov = coverage(n["support"], n["oppose"], thin, len(out) - n["support"] - n["oppose"])
+    cov = replace(cov, thin=thin_sources(out))
     mismatch = retriever_mismatch(manifest, retrievers)
     if mismatch:
         note = "; ".join(x for x in (cov.warning, mismatch) if x)

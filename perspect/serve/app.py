@@ -3,9 +3,10 @@ processes sharing the port, each with its own engines; the index on disk is what
 
 The answers are those of the CLI's `--json`: POST /search is `perspect search --json` (with
 `pool` or `retriever`: `--retrieval-only`), POST /compare is `perspect compare --json`, POST
-/indexes/{name}/news is `perspect news add --json`. A search's answer carries the index version
-it read in the `X-Perspect-Index-Version` header: a search pins one version from start to end,
-and one that starts after an add is published reads the new one.
+/indexes/{name}/news is `perspect news add --json` (/indexes/{name}/documents the same into the
+reader's documents), GET /indexes/{name}/context a mined sentence in its article. A search's
+answer carries the index version it read in the `X-Perspect-Index-Version` header: a search pins
+one version from start to end, and one that starts after an add is published reads the new one.
 
 No `from __future__ import annotations` here: FastAPI reads each route's request model, made for
 this server's limits by `schemas.requests`, from the route's annotations, which must be objects.
@@ -16,9 +17,9 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import FastAPI, Path
+from fastapi import FastAPI, Path, Query
 from fastapi.responses import JSONResponse
 
 from perspect import api
@@ -143,20 +144,59 @@ def create_app(config: ServeConfig) -> FastAPI:
     ) -> dict[str, Any]:
         """Fetch and add news (the report of `perspect news add --json`). Adds to one index
         are serialised by its writer lock: each waits for the one before, none is lost."""
+        return await add(name, body.articles, "news")
+
+    @app.post("/indexes/{name}/documents", responses=responses(400, 404, 422, 503))
+    async def add_documents(
+        body: req.news,
+        name: str = Path(
+            pattern=INDEX_NAME,
+            description="the index (any of the home's)",
+            examples=[config.index],
+        ),
+    ) -> dict[str, Any]:
+        """Add your own sources, which a search mines for perspectives (`perspect index add
+        --documents`): pages, feeds or article objects, fetched and de-duplicated as news is;
+        the report of `perspect news add --json`."""
+        return await add(name, body.articles, "documents")
+
+    async def add(name: str, articles: list, pool: str) -> dict[str, Any]:
         check_name(name)
         loop = asyncio.get_running_loop()
         report = await loop.run_in_executor(
             writer,
             lambda: api.add_news(
                 name,
-                body.articles,
+                articles,
                 home=config.home,
                 timeout=config.fetch_timeout_s,
                 budget=config.time_budget_s,  # for fetching; the write is not cut short
                 wait=config.writer_wait_s,
+                pool=pool,
             ),
         )
         return report.to_json()
+
+    @app.get("/indexes/{name}/context", responses=responses(400, 404, 422))
+    async def context(
+        name: str = Path(pattern=INDEX_NAME, description="the index", examples=[config.index]),
+        sentence: str = Query(
+            alias="id",
+            min_length=1,
+            max_length=1000,
+            description="a mined sentence's id (`ARTICLE#POSITION`: a member's `id`)",
+        ),
+        pool: Literal["documents", "news"] = Query("documents", description="its pool"),
+    ) -> dict[str, Any]:
+        """A mined sentence in its article: every sentence of the article, in order, and which
+        one it is (`perspect.context/1`)."""
+        check_name(name)
+
+        def look() -> dict[str, Any]:
+            with api.Perspect.open(name, home=config.home) as p:
+                return p.context(sentence, pool).to_json()
+
+        return await asyncio.to_thread(look)
 
     return app
 

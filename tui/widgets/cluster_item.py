@@ -1,5 +1,6 @@
 """One perspective cluster in a side column: representative, strength bar, phrasings, evidence,
-its cited reason, and a mark where a reader corrected it."""
+how many sources its mined phrasings come from, its cited reason, and a mark where a reader
+corrected it."""
 
 from __future__ import annotations
 
@@ -26,9 +27,14 @@ class ClusterItem(ListItem):
             meta.append(f"{len(c.members)} phrasings")
         if c.evidence:
             meta.append(f"{c.supported_by}/{len(c.evidence)} evidence")
+        if c.sources:
+            n = len(c.sources)
+            meta.append(f"{n} source{'s' if n > 1 else ''}")
         t.append("  " + " · ".join(meta), style="dim")
         if any(m.corrected for m in c.members):
             t.append("  ✎ corrected", style="bold cyan")
+        if c.representative.source is not None:
+            t.append(f"\n  ↳ {plain(c.representative.source.label)}", style="cyan")
         if c.why is not None:
             t.append(f"\n  “{plain(c.why.sentence)}”", style="italic")
         return t

@@ -1,10 +1,12 @@
-"""How the perspectives split between the sides, with the thin-side warning."""
+"""How the perspectives split between the sides, with the thin-side warning and what a side rests
+on (only mined sentences, one outlet)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
+from perspect.core.presentation.render import plain
 from perspect.core.result import Coverage
 
 
@@ -25,6 +27,6 @@ class CoverageBar(Static):
         text.append(f" {coverage.oppose} Oppose ", style="bold red")
         if coverage.unclear:
             text.append(f" · {coverage.unclear} unclear", style="bold yellow")
-        if coverage.warning:
-            text.append(f"  ⚠ {coverage.warning}", style="yellow")
+        if coverage.line:
+            text.append(f"  ⚠ {plain(coverage.line)}", style="yellow")
         self.update(text)

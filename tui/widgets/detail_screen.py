@@ -1,5 +1,7 @@
 """A cluster opened: all phrasings, evidence paragraphs with verdicts and scores, metadata, and
-the news sentences that strengthen or weaken it (rationale words underlined)."""
+the news sentences that strengthen or weaken it (rationale words underlined). Phrasings mined
+from the reader's documents or the news are listed first with their sources; Enter on one opens
+it in its article (the app asks the service: widgets.context_screen)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Label, ListView, Static
 
 from perspect.core.presentation.render import plain
 from perspect.core.result import NewsItem, PerspectiveCluster
 from perspect.tui.widgets.news_panel import news_text
+from perspect.tui.widgets.source_item import SourceItem
 
 
 class DetailScreen(ModalScreen[None]):
@@ -35,12 +38,15 @@ class DetailScreen(ModalScreen[None]):
         t.append(f"strength {c.strength:.2f} · relevance {c.representative.relevance:.2f}\n\n")
         t.append("Phrasings\n", style="bold underline")
         for m in c.members:
-            src = m.metadata.get("source")
+            src = m.source.label if m.source is not None else m.metadata.get("source")
             t.append(f" • {plain(m.text)}")
             if m.corrected:
                 t.append(" ✎ corrected by a reader", style="bold cyan")
+            if m.mined:
+                t.append(" ↳ mined", style="cyan")
             t.append(
-                f"  [{m.id}{', ' + str(src) if src else ''}; rel {m.relevance:.2f}]\n", style="dim"
+                f"  [{plain(m.id)}{', ' + plain(src) if src else ''}; rel {m.relevance:.2f}]\n",
+                style="dim",
             )
         if c.why is not None:
             t.append("\nWhy\n", style="bold underline")
@@ -64,5 +70,19 @@ class DetailScreen(ModalScreen[None]):
         if self.news:
             t.append("\nNews on this perspective\n", style="bold underline")
             t.append_text(news_text(self.news))
+        mined = [m for m in c.members if m.mined]
         with VerticalScroll(id="detail-box"):
+            if mined:
+                n = len(c.sources)
+                yield Label(
+                    f"Mined from {n} source{'s' if n != 1 else ''} (Enter opens one in its "
+                    "article)",
+                    classes="sources-title",
+                )
+                yield ListView(*(SourceItem(m) for m in mined), id="sources")
             yield Static(t, id="detail-body")
+
+    def on_mount(self) -> None:
+        found = self.query("#sources")
+        if found:
+            found.first(ListView).focus()

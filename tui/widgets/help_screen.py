@@ -29,7 +29,11 @@ phrasings of the same point into one, sorts them by side and links evidence para
   [bold cyan]✎ corrected[/]       a reader corrected this perspective for this claim
   3 phrasings       equivalent wordings merged into this perspective (Enter lists them)
   2/3 evidence      3 paragraphs linked to it, 2 of which the model says back it
-  coverage bar      how many perspectives each side has; ⚠ warns when one side is thin
+  2 sources         an index with your documents: sentences mined from them (or the news)
+                    make this point too, from 2 outlets; [cyan]↳ outlet · date · title[/] the
+                    article a mined perspective comes from (Enter, then Enter on it: in context)
+  coverage bar      how many perspectives each side has; ⚠ warns when one side is thin, or
+                    comes only from mined sentences (of one outlet, maybe)
   News panel        news sentences that [green]strengthen[/] or [red]weaken[/] the claim, with the
                     probability; [u]underlined[/] words carry it (indexes with news only)
   status line       progress of a running search, then the count and time of the answer
@@ -56,8 +60,11 @@ DETAIL = """[b]Perspect — one perspective[/b]
                     green supports, red opposes
   strength 0.84     how sure the model is of that side: 0.50 undecided .. 1.00 certain
   relevance 0.91    how likely the leading phrasing is a real perspective on the claim
+  Mined from …      the phrasings mined from your documents or the news, with their article
+                    (outlet · date · title, URL); Enter on one shows it in its article
   Phrasings         every wording merged into this perspective; [dim]\\[id, source; rel][/] is its
-                    id in the pool, where it comes from and its own relevance
+                    id in the pool, where it comes from and its own relevance (mined: the
+                    model's probability that it is an argument on the claim)
   Evidence          paragraphs linked to the perspective, best first; the number is the
                     model's probability that the paragraph backs it:
     [green]supports[/]        among the best links of this perspective and over the tuned cut
@@ -66,10 +73,23 @@ DETAIL = """[b]Perspect — one perspective[/b]
                     carry the relation; outlet and date in grey
 
 [b]Keys[/b]
-  ↑ ↓ PgUp PgDn     scroll
-  Esc / q / Enter   back to the search
+  ↑ ↓ PgUp PgDn     scroll (move between mined phrasings, where listed)
+  Enter             open the selected mined phrasing in its article
+  Esc / q           back to the search (Enter too, without mined phrasings)
   F1 / ?            this help
   Ctrl+Q            quit
+"""
+
+CONTEXT = """[b]Perspect — a mined sentence in its article[/b]
+
+[b]What you see[/b]
+  the article's title, outlet, date and URL (what it said of itself), then all its sentences
+  in order; the mined one is [reverse]highlighted[/]: judge it in its context
+
+[b]Keys[/b]
+  ↑ ↓ PgUp PgDn     scroll
+  Esc / q / Enter   back
+  F1 / ?            this help
 """
 
 COMPARE = """[b]Perspect — two articles compared[/b]
@@ -93,7 +113,7 @@ Each sentence of article A is compared with the sentences of article B it is clo
   Ctrl+Q            quit
 """
 
-TOPICS = {"search": SEARCH, "detail": DETAIL, "compare": COMPARE}
+TOPICS = {"search": SEARCH, "detail": DETAIL, "compare": COMPARE, "context": CONTEXT}
 
 
 class HelpScreen(ModalScreen[None]):

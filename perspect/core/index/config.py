@@ -60,10 +60,15 @@ class IndexConfig:
     def for_pool(self, pool: str) -> tuple[str, ...]:
         """The retrievers that index `pool`: all of them, but a retriever whose options name
         its `pools` indexes those alone (the demo's ColBERT leaves out the evidence pool, which
-        the pipeline reads through precomputed BM25 + dense links, never through ColBERT)."""
-        return tuple(
-            k for k in self.retrievers if pool in self.backends.get(k, {}).get("pools", (pool,))
-        )
+        the pipeline reads through precomputed BM25 + dense links, never through ColBERT). The
+        documents pool goes where the news pool goes: both hold article sentences, and an index
+        built before documents existed names only news."""
+
+        def indexes(kind: str) -> bool:
+            pools = self.backends.get(kind, {}).get("pools", (pool,))
+            return pool in pools or (pool == "documents" and "news" in pools)
+
+        return tuple(k for k in self.retrievers if indexes(k))
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

@@ -23,8 +23,10 @@ CREATE TABLE IF NOT EXISTS items (
 );
 """
 # Metadata a pool's writes index (SQLite expression indexes), for lookups by value without a
-# scan of the pool: a news add asks which of its URLs and texts (content hashes) are indexed.
-INDEXED_METADATA = {"news": ("url", "content_hash")}
+# scan of the pool: a news add asks which of its URLs and texts (content hashes) are indexed, and
+# a sentence is shown in its article's context (`article`).
+_ARTICLES = ("url", "content_hash", "article_id")
+INDEXED_METADATA = {"news": _ARTICLES, "documents": _ARTICLES}
 
 
 def _meta(key: str) -> str:
@@ -100,6 +102,24 @@ class ItemStore:
         return (
             f"SELECT DISTINCT {_meta(key)} FROM items WHERE {_meta(key)} IN ({','.join('?' * n)})"
         )
+
+    def article(self, article_id: str) -> list[Item]:
+        """The sentences of one article of an article pool (news, documents), in its order: an
+        index lookup by `article_id` (a store written before that index scans until its next
+        write)."""
+        q = (
+            f"SELECT id, text, metadata FROM items WHERE {_meta('article_id')} = ? "
+            f"ORDER BY {_meta('position')}, seq"
+        )
+        return [
+            Item(id=i, text=t, metadata=json.loads(m))
+            for i, t, m in self._db.execute(q, (article_id,))
+        ]
+
+    def article_count(self) -> int:
+        """How many articles the pool's sentences come from."""
+        q = f"SELECT COUNT(DISTINCT {_meta('article_id')}) FROM items"
+        return int(self._db.execute(q).fetchone()[0])
 
     def get(self, ident: str) -> Item | None:
         return self.get_many([ident]).get(ident)

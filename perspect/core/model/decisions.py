@@ -198,3 +198,49 @@ class RelationCuts:
         if not got:
             return None
         return cls(float(got["entail_at"]), float(got["contradict_at"]))
+
+
+@dataclass(frozen=True)
+class MiningDecision:
+    """Whether a sentence mined from the reader's documents or the news is an argument on the
+    claim, and on which side (perspect.pipeline.mining), fitted on held-out train claims
+    (perspect.lab.mining_fit; the relation entry's manifest, `decisions.mining`):
+
+    - `argument`: a stack over the relation model's heads on (claim, sentence), the sentence's
+      dense cosine to the claim and its retrieval score, and cue words (reporting, dates,
+      argument markers): P(the sentence makes a point on the claim); its threshold is the cut
+      a sentence must clear to be shown, fitted for precision;
+    - `side`: a stack over the heads that bear on the side (P(support), entailment and
+      contradiction, strengthen and weaken): P(the sentence supports the claim), on the
+      curated perspectives' scale, so that mined sentences can join their clusters;
+    - `min_similarity`: the dense cosine a candidate needs before any model reads it.
+    """
+
+    argument: Stack
+    side: Stack
+    min_similarity: float = 0.3
+
+    @property
+    def cut(self) -> float:
+        return float(self.argument.threshold)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "argument": self.argument.to_json(),
+            "side": self.side.to_json(),
+            "min_similarity": self.min_similarity,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MiningDecision:
+        return cls(
+            Stack.from_json(d["argument"]),
+            Stack.from_json(d["side"]),
+            float(d.get("min_similarity", 0.3)),
+        )
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> MiningDecision | None:
+        """The decision a relation model's manifest holds, or None (fitted before mining)."""
+        got = (manifest.get("decisions") or {}).get("mining")
+        return cls.from_json(got) if got else None

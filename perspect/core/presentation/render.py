@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perspect.core.result import PerspectiveCluster, SearchResult
+from perspect.core.result import Member, PerspectiveCluster, SearchResult
 
 # C0 and C1 controls (but newline and tab), DEL, and the bidirectional overrides that can make a
 # text read differently from what it is ("Trojan source")
@@ -82,15 +82,39 @@ def bar(value: float, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
+def source_of(m: Member) -> str:
+    """Where a mined member comes from, for a reader: outlet · date · title (and its URL)."""
+    if m.source is None:
+        return ""
+    return m.source.label + (f" <{m.source.url}>" if m.source.url else "")
+
+
+def sources_line(c: PerspectiveCluster) -> str | None:
+    """How many sources carry a cluster's mined phrasings (None: none mined)."""
+    n = len(c.sources)
+    if not n:
+        return None
+    mined = sum(1 for m in c.members if m.mined)
+    return f"{mined} mined sentence{'s' if mined > 1 else ''} from {n} source{'s' if n > 1 else ''}"
+
+
 def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
+    rep = c.representative
     lines = [
-        f"{i}. **{plain(c.representative.text)}** — {c.side_label}, strength {c.strength:.2f}, "
-        f"relevance {c.representative.relevance:.2f}"
+        f"{i}. **{plain(rep.text)}** — {c.side_label}, strength {c.strength:.2f}, "
+        f"relevance {rep.relevance:.2f}"
+        + (f" — mined from {plain(source_of(rep))}" if rep.mined else "")
     ]
+    if (said := sources_line(c)) is not None:
+        lines.append(f"   - {said}")
     if c.why:
         lines.append(f"   - why: “{plain(c.why.sentence)}” (evidence `{c.why.evidence}`)")
     for m in c.members[1:]:
-        lines.append(f"   - also: {plain(m.text)}" + (" (corrected)" if m.corrected else ""))
+        lines.append(
+            f"   - also: {plain(m.text)}"
+            + (" (corrected)" if m.corrected else "")
+            + (f" — {plain(source_of(m))}" if m.mined else "")
+        )
     for e in c.evidence:
         snippet = plain(e.text if len(e.text) <= 300 else e.text[:297] + "...")
         lines.append(f"   - evidence `{e.id}` ({e.verdict}, {e.score:.2f}): {snippet}")
@@ -113,8 +137,8 @@ def to_markdown(res: SearchResult) -> str:
         + (f" · Unclear {cov.unclear}" if cov.unclear else "")
         + f" · {res.took_ms:.0f} ms",
     ]
-    if cov.warning:
-        out += ["", f"> ⚠ {cov.warning}"]
+    if cov.line:
+        out += ["", f"> ⚠ {plain(cov.line)}"]
     for title, stance in SIDES:
         side = res.side(stance)
         if stance == "unclear" and not side:
@@ -156,8 +180,8 @@ def print_result(res: SearchResult) -> None:
         + (f" · [yellow]unclear {cov.unclear}[/]" if cov.unclear else "")
         + f" · {res.took_ms:.0f} ms"
     )
-    if cov.warning:
-        con.print(f"[yellow]⚠ {literal(cov.warning)}[/]")
+    if cov.line:
+        con.print(f"[yellow]⚠ {literal(cov.line)}[/]")
     if res.related:  # nothing passed the relevance cut: the near misses, marked as such
         con.print("[yellow]Related, low confidence[/] [dim](none passed the relevance cut)[/]")
         for m in res.related:
@@ -184,14 +208,22 @@ def print_result(res: SearchResult) -> None:
                 extra.append(f"{c.supported_by}/{len(c.evidence)} evidence")
             if any(m.corrected for m in c.members):
                 extra.append("corrected by a reader")
+            if (said := sources_line(c)) is not None:
+                extra.append(said)
             why = (
                 f"\n[italic]“{literal(c.why.sentence)}”[/] [dim](evidence {literal(c.why.evidence)})[/]"
                 if c.why
                 else ""
             )
+            mined = "".join(
+                f"\n[cyan]↳[/] {'' if m is c.representative else literal(m.text) + ' '}"
+                f"[dim cyan]({literal(source_of(m))})[/]"
+                for m in c.members
+                if m.mined
+            )
             t.add_row(
                 f"[{colour}]{bar(c.strength)}[/] {literal(c.representative.text)}\n"
-                f"[dim]{' · '.join(extra)}[/]{why}"
+                f"[dim]{' · '.join(extra)}[/]{why}{mined}"
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))

@@ -1,0 +1,93 @@
+"""The stance trunk's lower-layer states of a pool's items, stored at index time.
+
+Why stored: the relation model (perspect.reranker.stance_trunk) reads a pair decomposed, each
+text's frozen lower layers alone and only the top layers over both. Storing each item's lower
+states when it is indexed leaves a search the claim's lower layers and the top ones per
+candidate. Two pools keep them: the perspectives (their side, issue 33) and the reader's
+documents, whose sentences a search mines for arguments (perspect.pipeline.mining). The format
+is perspect.core.index.stance_states's; the manifest says how many, under which trunk key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perspect.core.index.config import IndexConfig
+from perspect.core.index.stance_states import States, quantize
+from perspect.core.index.store import ItemStore
+from perspect.core.progress import Reporter
+from perspect.core.types import Item
+from perspect.reranker import factory, stance_trunk
+
+STATE_POOLS = ("perspectives", "documents")
+BATCH = 256  # texts per pass of the lower layers (sorted by length inside it)
+
+
+def manifest_key(pool: str) -> str:
+    """Where the manifest describes a pool's states (the perspectives' key predates the rest)."""
+    return "stance_states" if pool == "perspectives" else f"stance_states_{pool}"
+
+
+def store(
+    version: Path,
+    manifest: dict[str, Any],
+    pool: str,
+    items: Sequence[Item] | None,
+    reporter: Reporter,
+) -> None:
+    """Store the trunk's lower-layer states of `items` of `pool` (None: of every item there),
+    where the index keeps states and the bundle has a trunk."""
+    if not IndexConfig.from_json(manifest["config"]).stance_states:
+        return
+    if stance_trunk.bundled() is None:
+        return
+    t0 = time.perf_counter()
+    with reporter.stage("loading the stance trunk"):
+        trunk = factory.load(["trunk"], factory.TORCH).trunk  # the bundle's, on PyTorch
+    items_store = ItemStore(version / pool, readonly=True)
+    todo = [(it.id, it.text) for it in (items_store if items is None else items)]
+    items_store.close()
+    states = States(version / pool, readonly=False)
+    states.set_key(trunk.states_key)
+    if items is None:
+        states.drop([p for (p,) in states.db.execute("SELECT pid FROM states")])
+    what = "stance" if pool == "perspectives" else f"relation-model states of {pool}"
+    with reporter.stage(f"storing {what}", total=len(todo)) as adv:
+        for s in range(0, len(todo), BATCH):
+            chunk = todo[s : s + BATCH]
+            lower = trunk.lower([t for _, t in chunk])
+            states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
+            adv(len(chunk))
+    manifest[manifest_key(pool)] = {
+        "count": states.count(),
+        "key": trunk.states_key,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    states.close()
+
+
+def drop(version: Path, manifest: dict[str, Any], pool: str, ids: Sequence[str]) -> None:
+    """Forget the states of deleted items."""
+    if pool not in STATE_POOLS or not States.exists(version / pool):
+        return
+    states = States(version / pool, readonly=False)
+    states.drop(ids)
+    manifest.setdefault(manifest_key(pool), {})["count"] = states.count()
+    states.close()
+
+
+def current(version: Path, pool: str = "perspectives") -> bool:
+    """Whether `version` stores every item of `pool`'s states under the bundled trunk's key."""
+    if not States.exists(version / pool) or stance_trunk.bundled() is None:
+        return False
+    states = States(version / pool)
+    items = ItemStore(version / pool, readonly=True)
+    try:
+        key = factory.load(["trunk"], factory.TORCH).trunk.states_key
+        return states.key == key and states.count() == items.count()
+    finally:
+        states.close()
+        items.close()

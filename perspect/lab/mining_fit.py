@@ -1,0 +1,248 @@
+"""Fit the mining decision (perspect.core.model.decisions.MiningDecision) on held-out train
+claims, report it on dev, and write it into the relation model's manifest (`decisions.mining`).
+
+The data: an index whose documents are PERSPECTRUM's evidence paragraphs split into sentences
+(and ClaimDiff's news articles, which are mostly reporting). For each claim, the candidates a
+search would read (perspect.pipeline.mining: retrieved, over a loose cosine gate) are labelled
+against the claim's gold perspectives: a candidate is an argument on the claim when the
+equivalence cross-encoder (models/equivalence, both orders, claim-conditioned) says it makes the
+point of one of them (P >= MATCH), on that cluster's side. A sentence that argues a point the
+gold set lacks counts as wrong: the precision fitted here is a floor.
+
+Fitted on the tune claims (the held-out 15 % of train: perspect.core.datasets.perspectrum), in
+order: the side stack (matched candidates, their gold side: the relation model's P(support),
+entailment, contradiction, strengthen and weaken; P(support) alone sides with the topic's mood,
+reading "Zoos should stay open because they save species" as supporting "Zoos should be closed"),
+the argument stack (all candidates), the cut: the lowest whose shown sentences are arguments on the right side at least
+PRECISION of the time (keeping MIN_KEPT), and the cosine gate (the cosine under which fewer than
+GATE_LOSS of the matched candidates lie). Dev claims are only reported. Never test.
+
+Run: python -m perspect.lab.mining_fit --index NAME [--home DIR] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.core.datasets.perspectrum import Claim, load_claims, load_perspectives, tune_claims_of
+from perspect.core.model import decision_stack
+from perspect.core.model.bundle import MANIFEST, sha256_file
+from perspect.core.model.decisions import MiningDecision
+from perspect.pipeline.engine import Engine, EngineConfig
+from perspect.retriever.searcher import Searcher
+
+MATCH = 0.5  # P(same point) of the equivalence cross-encoder: a sentence makes a gold point
+PRECISION = 0.7  # shown mined sentences that are arguments on their right side, on tune
+MIN_KEPT = 30
+GATE = 0.2  # the loose cosine gate candidates are gathered with, before the fitted one
+GATE_LOSS = 0.05  # the fitted gate loses at most this share of the matched candidates
+PER_POOL, MOST = 16, 16  # candidates per claim while fitting (the engine reads fewer)
+
+
+@dataclass
+class Rows:
+    """Every candidate of a set of claims: features, the model's raw P(support), cosine,
+    labels (matched gold cluster's side: 1 support, 0 oppose, -1 no match) and where it came
+    from (claim index, gold cluster index or -1)."""
+
+    features: dict[str, np.ndarray]
+    raw: np.ndarray
+    cosine: np.ndarray
+    side: np.ndarray
+    claim: np.ndarray
+    cluster: np.ndarray
+    texts: list[str]
+
+    @property
+    def matched(self) -> np.ndarray:
+        return self.side >= 0
+
+
+def collect(engine: Engine, claims: Sequence[Claim], perspectives: dict[int, str], log) -> Rows:
+    """The candidates of each claim, read by the relation model, labelled by the cross-encoder."""
+    mining = engine.mining
+    ce = engine.equivalence_ce
+    if ce is None:
+        raise SystemExit("the pair model names no equivalence cross-encoder: nothing to label with")
+    mining.per_pool, mining.most = PER_POOL, MOST
+    feats: list[dict[str, np.ndarray]] = []
+    raw, cos, side, cl_of, which, texts = [], [], [], [], [], []
+    for ci, claim in enumerate(claims):
+        query = engine.retrieve.query(claim.text, vector=True)
+        cands = mining.gather(query, GATE)
+        if not cands:
+            continue
+        heads, f = mining.read(query, cands)
+        feats.append(f)
+        raw.append(heads["stance"])
+        cos.append(f["cosine"])
+        best, at = match(ce, claim, [c.hit.text for c in cands], perspectives)
+        for b, g in zip(best, at, strict=True):
+            ok = b >= MATCH
+            side.append((1 if claim.clusters[g].stance == "SUPPORT" else 0) if ok else -1)
+            which.append(g if ok else -1)
+        cl_of += [ci] * len(cands)
+        texts += [c.hit.text for c in cands]
+        if (ci + 1) % 10 == 0:
+            log(f"  {ci + 1}/{len(claims)} claims, {len(texts)} candidates")
+    names = list(feats[0]) if feats else []
+    return Rows(
+        {k: np.concatenate([f[k] for f in feats]) for k in names},
+        np.concatenate(raw) if raw else np.zeros(0),
+        np.concatenate(cos) if cos else np.zeros(0),
+        np.array(side),
+        np.array(cl_of),
+        np.array(which),
+        texts,
+    )
+
+
+def match(
+    ce, claim: Claim, texts: Sequence[str], perspectives: dict[int, str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's best P(same point) with a gold perspective of `claim`, and that one's cluster."""
+    gold = [(g, perspectives[p]) for g, c in enumerate(claim.clusters) for p in c.pids
+            if p in perspectives]  # fmt: skip
+    pairs = [(t, p) for t in texts for _, p in gold]
+    if not pairs:
+        return np.zeros(len(texts)), np.zeros(len(texts), dtype=int)
+    p = np.asarray(ce.predict(claim.text, pairs)).reshape(len(texts), len(gold))
+    arg = p.argmax(1)
+    return p.max(1), np.array([gold[i][0] for i in arg])
+
+
+SIDE = ("stance", "entail", "contradict", "strengthen", "weaken")  # what bears on the side
+ARGUMENT_EXCLUDED = ("stance",)  # the side's direction says nothing of being an argument
+
+
+def fit(rows: Rows, stance_side: float) -> MiningDecision:
+    m = rows.matched
+    X = np.stack([rows.features[k] for k in SIDE], 1)
+    side = decision_stack.fit(SIDE, X[m], rows.side[m])
+    names = sorted(k for k in rows.features if k not in ARGUMENT_EXCLUDED)
+    X = np.stack([rows.features[k] for k in names], 1)
+    stack = decision_stack.fit(names, X, m.astype(float))
+    decision = MiningDecision(stack, side, gate(rows))
+    right = m & sides_right(rows, decision, stance_side)
+    cut = precision_cut(right, stack.prob(rows.features), rows.cosine >= decision.min_similarity)
+    return MiningDecision(stack.with_threshold(cut), side, decision.min_similarity)
+
+
+def sides_right(rows: Rows, decision: MiningDecision, stance_side: float) -> np.ndarray:
+    """Whether the side shown (the side stack's P(support) against the side cut) is the gold
+    cluster's side (meaningful where a candidate is matched)."""
+    return (decision.side.prob(rows.features) >= stance_side) == (rows.side == 1)
+
+
+def gate(rows: Rows) -> float:
+    """The cosine under which at most GATE_LOSS of the matched candidates lie."""
+    got = np.sort(rows.cosine[rows.matched])
+    if not len(got):
+        return GATE
+    return round(float(max(GATE, got[int(np.floor(GATE_LOSS * len(got)))])), 3)
+
+
+def precision_cut(y: np.ndarray, p: np.ndarray, passed: np.ndarray) -> float:
+    """The lowest cut on `p` whose kept rows (among those the gate passes) are right at least
+    PRECISION of the time, keeping MIN_KEPT; the most precise one when none is."""
+    order = np.argsort(-np.where(passed, p, -1.0))
+    order = order[passed[order]]
+    hits = np.cumsum(y[order])
+    kept = np.arange(1, len(order) + 1)
+    prec = hits / kept
+    ok = np.where((prec >= PRECISION) & (kept >= MIN_KEPT))[0]
+    i = int(ok.max()) if len(ok) else int(np.argmax(np.where(kept >= MIN_KEPT, prec, -1)))
+    return round(float(p[order][i]), 4)
+
+
+def report(rows: Rows, decision: MiningDecision, stance_side: float, claims) -> dict[str, Any]:
+    """What the decision shows on `rows`: its precision (arguments on the right side), how many
+    of the candidates it keeps, the matched ones' side accuracy, and the share of gold clusters
+    of the claims with a matched sentence it recovers (per claim, then averaged)."""
+    shown = (decision.argument.prob(rows.features) >= decision.cut) & (
+        rows.cosine >= decision.min_similarity
+    )
+    m = rows.matched
+    right_side = sides_right(rows, decision, stance_side)
+    n = int(shown.sum())
+    recovered = []
+    for ci, claim in enumerate(claims):
+        got = {int(g) for g in rows.cluster[(rows.claim == ci) & shown & m & right_side]}
+        recovered.append(len(got) / max(1, len(claim.clusters)))
+    return {
+        "claims": len(claims),
+        "candidates": len(rows.side),
+        "matched": int(m.sum()),
+        "shown": n,
+        "precision": round(float((m & right_side & shown).sum() / max(1, n)), 4),
+        "shown_matched": round(float((m & shown).sum() / max(1, n)), 4),
+        "side_accuracy_shown_matched": round(
+            float((m & shown & right_side).sum() / max(1, (m & shown).sum())), 4
+        ),
+        "side_accuracy_matched": round(float((m & right_side).sum() / max(1, m.sum())), 4),
+        "side_accuracy_matched_stance_alone": round(
+            float((m & ((rows.raw >= 0.5) == (rows.side == 1))).sum() / max(1, m.sum())), 4
+        ),
+        "clusters_recovered": round(float(np.mean(recovered)) if recovered else 0.0, 4),
+    }
+
+
+def write(folder: Path, decision: MiningDecision, fitted: dict[str, Any]) -> None:
+    """Into a bundle entry's manifest (`decisions.mining`), and its checksum restamped."""
+    man_path = folder / "manifest.json"
+    man = json.loads(man_path.read_text())
+    man.setdefault("decisions", {})["mining"] = {**decision.to_json(), "fitted": fitted}
+    man_path.write_text(json.dumps(man, indent=2) + "\n")
+    bundle_path = folder / MANIFEST
+    if bundle_path.is_file():
+        b = json.loads(bundle_path.read_text())
+        b["files"]["manifest.json"] = sha256_file(man_path)
+        bundle_path.write_text(json.dumps(b, indent=1) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", required=True, help="an index whose documents are the evidence")
+    ap.add_argument("--home", default=None)
+    ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
+    ap.add_argument("--relation", type=Path, default=Path("models/relation"))
+    ap.add_argument("--write", action="store_true", help="write it into --relation's manifest")
+    ap.add_argument(
+        "--rows", type=Path, default=None, help="cache the labelled rows (PATH-tune.pkl, ...)"
+    )
+    args = ap.parse_args()
+    engine = Engine.load(Searcher(args.index, args.home), config=EngineConfig())
+    stance_side = engine.decisions.stance_side
+    persp = load_perspectives(args.data)
+    tune = tune_claims_of(args.data)[0]
+    dev = load_claims(args.data, "dev")
+    out: dict[str, Any] = {"match": MATCH, "precision_target": PRECISION}
+    got = {}
+    for name, claims in (("tune", tune), ("dev", dev)):
+        cache = args.rows.with_name(f"{args.rows.name}-{name}.pkl") if args.rows else None
+        if cache is not None and cache.is_file():
+            got[name] = pickle.loads(cache.read_bytes())  # a cache this script wrote
+            continue
+        print(f"{name}: {len(claims)} claims", flush=True)
+        got[name] = collect(engine, claims, persp, lambda s: print(s, flush=True))
+        if cache is not None:
+            cache.write_bytes(pickle.dumps(got[name]))
+    decision = fit(got["tune"], stance_side)
+    for name, claims in (("tune", tune), ("dev", dev)):
+        out[name] = report(got[name], decision, stance_side, claims)
+    out["decision"] = decision.to_json()
+    print(json.dumps(out, indent=1))
+    if args.write:
+        write(args.relation, decision, {k: out[k] for k in ("tune", "dev", "match")})
+
+
+if __name__ == "__main__":
+    main()
