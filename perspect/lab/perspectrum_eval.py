@@ -132,11 +132,12 @@ def predict(
 
 def model_scores(engine, claim: str, pids, perspectives, pairs) -> tuple[str, np.ndarray]:
     """The equivalence model's score of every pair (a, b) of `pids`: the cross-encoder's ("ce")
-    where the pair model names one, else the relation model's head ("rel"), else none ("")."""
+    where the pair model names one, else the relation model's head ("rel") where the model's
+    equivalence stack reads it, else none ("")."""
     texts = [perspectives[p] for p in pids]
     if engine.equivalence_ce is not None:
         return "ce", engine.equivalence_ce.predict(claim, [(texts[a], texts[b]) for a, b in pairs])
-    if engine.clusters.relation is not None:
+    if engine.clusters.model_feature() == "rel" and engine.clusters.relation is not None:
         return "rel", engine.clusters.relation.predict([str(p) for p in pids], texts, pairs)
     return "", np.zeros(0)
 
