@@ -200,7 +200,7 @@ def prepare(root: Path) -> list[Prepared]:
     per weights (5-20 s), and a search would make a missing one itself, slowly. With a ColBERT
     model, also compile PLAID's C++ kernels (once per torch and compiler: ~2 min), which a
     search only loads."""
-    from perspect.retriever import colbert, dense
+    from perspect.retriever import dense, pylate_glue
 
     done: list[Prepared] = []
 
@@ -217,13 +217,13 @@ def prepare(root: Path) -> list[Prepared]:
     step("equivalence", root / "equivalence", served)
     step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense.query_graph)
-    step("colbert", root / "colbert", colbert.query_graph)
+    step("colbert", root / "colbert", pylate_glue.query_graph)
     if bundle.is_bundle(root / "stance"):  # base unpacked from its registry parts, graphs made
         t0 = time.perf_counter()
         trunk = load(["trunk"], entries={"trunk": root / "stance"}).trunk
         done.append(Prepared("stance", trunk.served, time.perf_counter() - t0))
     if (root / "colbert").is_dir():
         t0 = time.perf_counter()
-        where = colbert.build_kernels()
+        where = pylate_glue.build_kernels()
         done.append(Prepared("plaid-kernels", True, time.perf_counter() - t0, f"ready in {where}"))
     return done
