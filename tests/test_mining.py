@@ -23,9 +23,9 @@ MODELS = Path(__file__).resolve().parent.parent / "models"
 
 
 def _fitted() -> bool:
-    if not bundle.is_bundle(MODELS / "relation"):
+    if not bundle.is_bundle(MODELS / "pair"):
         return False
-    man = json.loads((MODELS / "relation" / "manifest.json").read_text())
+    man = json.loads((MODELS / "pair" / "manifest.json").read_text())
     return MiningDecision.from_manifest(man) is not None
 
 
@@ -33,7 +33,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not (bundle.is_bundle(MODELS / "pair") and _fitted()),
-        reason="the shipped bundle (models/pair, a relation model with a mining decision)",
+        reason="the shipped bundle (models/pair with a mining decision)",
     ),
 ]
 

@@ -73,6 +73,7 @@ def test_the_shipped_recipe_orders_its_steps():
         "calibrate",
         "unclear",
         "verdict",
+        "mining",
         "comparator",
     ]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
@@ -81,8 +82,12 @@ def test_the_shipped_recipe_orders_its_steps():
     assert trunk.base == relation.base == "all-mpnet-base-v2"
     # the relation model starts from the stance trunk; the decisions are fitted with it
     assert "stance" in relation.reads and "relation" in calibrate.reads
-    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-3:] == [
+    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-4:] == [
         "calibrate",
         "unclear",
         "verdict",
+        "mining",
     ]
+    # the mining decision is fitted last among the pair model's, with the relation model's heads
+    mining = next(s for s in recipe.steps() if s.name == "mining")
+    assert mining.writes == "pair" and "relation" in mining.reads

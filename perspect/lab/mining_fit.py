@@ -1,5 +1,5 @@
 """Fit the mining decision (perspect.core.model.decisions.MiningDecision) on held-out train
-claims, report it on dev, and write it into the relation model's manifest (`decisions.mining`).
+claims, report it on dev, and write it into the pair model's manifest (`decisions.mining`).
 
 The data: an index whose documents are PERSPECTRUM's evidence paragraphs split into sentences
 (and ClaimDiff's news articles, which are mostly reporting). For each claim, the candidates a
@@ -17,7 +17,12 @@ the argument stack (all candidates), the cut: the lowest whose shown sentences a
 PRECISION of the time (keeping MIN_KEPT), and the cosine gate (the cosine under which fewer than
 GATE_LOSS of the matched candidates lie). Dev claims are only reported. Never test.
 
-Run: python -m perspect.lab.mining_fit --index NAME [--home DIR] [--write]
+Where it is written: the pair model's manifest (`decisions.mining`), beside the other decisions a
+search acts on, by the `make models` step `mining` (perspect.lab.recipe), which builds its index
+(`scratch_index`: the perspective pool, the evidence paragraphs as documents, ClaimDiff's
+articles as news, with the bundle's retrievers) in the cache and keeps it, with the labelled rows,
+for a rerun of the same inputs. By hand:
+python -m perspect.lab.mining_fit [--index NAME --home DIR] [--write models/pair]
 """
 
 from __future__ import annotations
@@ -32,10 +37,22 @@ from typing import Any
 
 import numpy as np
 
-from perspect.core.datasets.perspectrum import Claim, load_claims, load_perspectives, tune_claims_of
+from perspect.core import paths
+from perspect.core.datasets.fetch import evidence_pool_file
+from perspect.core.datasets.perspectrum import (
+    PERSPECTIVES,
+    Claim,
+    data_fingerprints,
+    load_claims,
+    load_evidence,
+    load_perspectives,
+    tune_claims_of,
+)
+from perspect.core.index.config import IndexConfig
 from perspect.core.model import decision_stack
 from perspect.core.model.bundle import MANIFEST, sha256_file
 from perspect.core.model.decisions import MiningDecision
+from perspect.indexer.indexer import Indexer, Source
 from perspect.pipeline.engine import Engine, EngineConfig
 from perspect.retriever.searcher import Searcher
 
@@ -208,40 +225,134 @@ def write(folder: Path, decision: MiningDecision, fitted: dict[str, Any]) -> Non
         bundle_path.write_text(json.dumps(b, indent=1) + "\n")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--index", required=True, help="an index whose documents are the evidence")
-    ap.add_argument("--home", default=None)
-    ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
-    ap.add_argument("--relation", type=Path, default=Path("models/relation"))
-    ap.add_argument("--write", action="store_true", help="write it into --relation's manifest")
-    ap.add_argument(
-        "--rows", type=Path, default=None, help="cache the labelled rows (PATH-tune.pkl, ...)"
-    )
-    args = ap.parse_args()
-    engine = Engine.load(Searcher(args.index, args.home), config=EngineConfig())
+INDEX = "mining"
+CLAIMDIFF_ARTICLES = "claimdiff_train_articles.jsonl"
+
+
+def evidence_articles(data: Path) -> list[dict[str, Any]]:
+    """The evidence paragraphs as articles of the documents pool: id, a title (the first words),
+    the debate site as outlet."""
+    sites = {
+        int(r["eId"]): r.get("source")
+        for r in json.loads(Path(evidence_pool_file(data)).read_text())  # type: ignore[arg-type]
+    }
+    return [
+        {"id": f"ev{eid}", "title": " ".join(text.split()[:8]), "outlet": sites.get(eid),
+         "text": text}
+        for eid, text in sorted(load_evidence(data).items())
+    ]  # fmt: skip
+
+
+def scratch_index(
+    home: Path, data: Path, claimdiff: Path | None, retrievers: tuple[str, ...], inputs: dict, log
+) -> Searcher:
+    """The index the decision is fitted on, in `home`: the perspective pool, the evidence
+    paragraphs as documents and ClaimDiff's articles (mostly reporting) as news, with
+    `retrievers` and the relation model's states. Kept: a later run with the same `inputs`
+    (models and data checksums) reads it instead of building it again (about 20 min here)."""
+    import shutil
+
+    marker = home / "inputs.json"
+    if marker.is_file() and json.loads(marker.read_text()) == inputs:
+        log(f"mining: the index of these inputs is in {home}, kept from an earlier run")
+        return Searcher(INDEX, home=home)
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    docs = home / "evidence_documents.jsonl"
+    docs.write_text("".join(json.dumps(r) + "\n" for r in evidence_articles(data)))
+    srcs = [Source("perspectives", data / PERSPECTIVES)]
+    news = claimdiff / CLAIMDIFF_ARTICLES if claimdiff is not None else None
+    if news is not None and news.is_file():
+        srcs.append(Source("news", news))
+    log(f"mining: building the index it is fitted on in {home} (perspectives, news)")
+    ix = Indexer(INDEX, home=home, config=IndexConfig(retrievers, links=False))
+    ix.build(srcs)
+    log("mining: adding the evidence paragraphs as documents")
+    ix.add([Source("documents", docs)])
+    marker.write_text(json.dumps(inputs, indent=1) + "\n")
+    return Searcher(INDEX, home=home)
+
+
+def fit_entry(
+    folder: Path,
+    data: Path,
+    root: Path,
+    claimdiff: Path | None,
+    retrievers: tuple[str, ...],
+    log=print,
+) -> dict[str, Any]:
+    """The `make models` step: fit the decision for the pair model in `folder` (the bundle in
+    `root`) and write it into its manifest; returns what `main` prints."""
+    entries = ("dense", "colbert", "relation", "equivalence")
+    inputs = {
+        "data": data_fingerprints(data),
+        "claimdiff": sha256_file(claimdiff / CLAIMDIFF_ARTICLES)
+        if claimdiff is not None and (claimdiff / CLAIMDIFF_ARTICLES).is_file()
+        else None,
+        "retrievers": list(retrievers),
+        "models": {e: sha256_file(root / e / MANIFEST) for e in entries if (root / e).is_dir()},
+    }
+    home = paths.cache_dir() / "mining-index"
+    searcher = scratch_index(home, data, claimdiff, retrievers, inputs, log)
+    engine = Engine.load(searcher, folder, config=EngineConfig())
+    rows = home / f"rows-{sha256_file(folder / 'manifest.json')[:12]}"
+    out = fit_and_report(engine, data, rows, log)
+    write(folder, MiningDecision.from_json(out["decision"]), {k: out[k] for k in FITTED})
+    return out
+
+
+FITTED = ("tune", "dev", "match")
+
+
+def fit_and_report(engine: Engine, data: Path, rows: Path | None, log=print) -> dict[str, Any]:
+    """Collect (or read the cached) labelled candidates of the tune and dev claims, fit on tune,
+    report both."""
     stance_side = engine.decisions.stance_side
-    persp = load_perspectives(args.data)
-    tune = tune_claims_of(args.data)[0]
-    dev = load_claims(args.data, "dev")
+    persp = load_perspectives(data)
+    tune = tune_claims_of(data)[0]
+    dev = load_claims(data, "dev")
     out: dict[str, Any] = {"match": MATCH, "precision_target": PRECISION}
     got = {}
     for name, claims in (("tune", tune), ("dev", dev)):
-        cache = args.rows.with_name(f"{args.rows.name}-{name}.pkl") if args.rows else None
+        cache = rows.with_name(f"{rows.name}-{name}.pkl") if rows else None
         if cache is not None and cache.is_file():
-            got[name] = pickle.loads(cache.read_bytes())  # a cache this script wrote
+            got[name] = pickle.loads(cache.read_bytes())  # a cache this module wrote
             continue
-        print(f"{name}: {len(claims)} claims", flush=True)
-        got[name] = collect(engine, claims, persp, lambda s: print(s, flush=True))
+        log(f"mining: labelling the candidates of {len(claims)} {name} claims")
+        got[name] = collect(engine, claims, persp, log)
         if cache is not None:
             cache.write_bytes(pickle.dumps(got[name]))
     decision = fit(got["tune"], stance_side)
     for name, claims in (("tune", tune), ("dev", dev)):
         out[name] = report(got[name], decision, stance_side, claims)
     out["decision"] = decision.to_json()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", default=None, help="an index whose documents are the evidence "
+                    "(default: the scratch index, built in the cache when missing)")  # fmt: skip
+    ap.add_argument("--home", default=None)
+    ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
+    ap.add_argument("--claimdiff", type=Path, default=Path("data/claimdiff"))
+    ap.add_argument("--pair", type=Path, default=Path("models/pair"))
+    ap.add_argument("--write", action="store_true", help="write it into --pair's manifest")
+    ap.add_argument(
+        "--rows", type=Path, default=None, help="cache the labelled rows (PATH-tune.pkl, ...)"
+    )
+    args = ap.parse_args()
+    if args.index is None and args.write:
+        out = fit_entry(args.pair, args.data, args.pair.parent, args.claimdiff,
+                        ("bm25", "dense", "colbert"))  # fmt: skip
+    else:
+        searcher = Searcher(args.index or INDEX, args.home or paths.cache_dir() / "mining-index")
+        engine = Engine.load(searcher, args.pair, config=EngineConfig())
+        out = fit_and_report(engine, args.data, args.rows)
+        if args.write:
+            write(args.pair, MiningDecision.from_json(out["decision"]),
+                  {k: out[k] for k in FITTED})  # fmt: skip
     print(json.dumps(out, indent=1))
-    if args.write:
-        write(args.relation, decision, {k: out[k] for k in ("tune", "dev", "match")})
 
 
 if __name__ == "__main__":

@@ -83,6 +83,9 @@ def steps(
     out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=2))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
     out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
+    # the mining decision (issue 45): is a sentence of the reader's documents an argument on the
+    # claim, and on which side; fitted on an index with the evidence paragraphs as documents
+    out.append(Step("mining", "mining", "pair", reads=reads))
     if comparator:
         out.append(Step("comparator", "claimdiff", "comparator"))
     return tuple(out)
@@ -338,6 +341,11 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             fitting.refit_unclear(folder, data)
         elif step.task == "verdict":
             fitting.refit_verdict(folder, data, reporter=reporter)
+        elif step.task == "mining":
+            from perspect.lab.mining_fit import fit_entry
+
+            retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
+            fit_entry(folder, data, root, other.claimdiff, retrievers, log)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
             eq, st = root / "equivalence", root / "relation"

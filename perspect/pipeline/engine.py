@@ -207,7 +207,7 @@ class Engine:
         self.mining = Mining(
             searcher,
             self.relation,
-            MiningDecision.from_manifest(self.relation.manifest) if self.relation else None,
+            MiningDecision.from_manifest(self.model.manifest) if self.relation else None,
             self.decisions,
             Clusters(
                 self.retrieve, self.model, self.decisions, ce, cfg.min_overlap, cfg.mine_ce_pairs

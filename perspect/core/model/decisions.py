@@ -204,7 +204,8 @@ class RelationCuts:
 class MiningDecision:
     """Whether a sentence mined from the reader's documents or the news is an argument on the
     claim, and on which side (perspect.pipeline.mining), fitted on held-out train claims
-    (perspect.lab.mining_fit; the relation entry's manifest, `decisions.mining`):
+    (perspect.lab.mining_fit; the pair entry's manifest, `decisions.mining`, beside the other
+    decisions a search acts on):
 
     - `argument`: a stack over the relation model's heads on (claim, sentence), the sentence's
       dense cosine to the claim and its retrieval score, and cue words (reporting, dates,
@@ -241,6 +242,6 @@ class MiningDecision:
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> MiningDecision | None:
-        """The decision a relation model's manifest holds, or None (fitted before mining)."""
+        """The decision a pair model's manifest holds, or None (not fitted: no mining)."""
         got = (manifest.get("decisions") or {}).get("mining")
         return cls.from_json(got) if got else None
