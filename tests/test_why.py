@@ -39,6 +39,10 @@ def test_the_best_sentence_of_a_backing_paragraph_is_cited():
     assert PARA[got.span[0] : got.span[1]] == got.sentence
     assert got.sentence.startswith("Many species")
     assert why.cite([_cluster("x", [])], None, None) == [None]
+    # only merely related paragraphs: no reason rather than a sentence that shares words
+    assert why.cite([_cluster("Zoos keep endangered species alive.", [other])], None, None) == [
+        None
+    ]
 
 
 def test_with_vectors_the_closest_sentence_wins():
@@ -55,8 +59,11 @@ def test_with_vectors_the_closest_sentence_wins():
 def test_search_results_carry_their_reason(tiny_index, tiny_pair_model):
     with Perspect.open("tiny", home=tiny_index, model=tiny_pair_model) as p:
         res = p.search("Animals feel pain and need legal protection")
-    cited = [c for c in res.clusters if c.evidence]
+    # a reason only from a paragraph judged to support the perspective, never a fallback
+    with_evidence = [c for c in res.clusters if c.evidence]
+    cited = [c for c in with_evidence if any(e.verdict == "supports" for e in c.evidence)]
     assert cited and all(c.why is not None for c in cited)
+    assert all(c.why is None for c in with_evidence if c not in cited)
     for c in cited:
         item = next(e for e in c.evidence if e.id == c.why.evidence)
         s, e = c.why.span

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Label, ListItem
 
-from perspect.core.presentation.render import bar, plain
+from perspect.core.presentation.render import NO_REASON, bar, plain
 from perspect.core.result import PerspectiveCluster
 
 
@@ -37,6 +37,8 @@ class ClusterItem(ListItem):
             t.append(f"\n  ↳ {plain(c.representative.source.label)}", style="cyan")
         if c.why is not None:
             t.append(f"\n  “{plain(c.why.sentence)}”", style="italic")
+        elif c.evidence:
+            t.append(f"\n  {NO_REASON}", style="dim italic")
         return t
 
 

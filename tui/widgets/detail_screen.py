@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, ListView, Static
 
-from perspect.core.presentation.render import plain
+from perspect.core.presentation.render import NO_REASON, plain
 from perspect.core.result import NewsItem, PerspectiveCluster
 from perspect.tui.widgets.news_panel import news_text
 from perspect.tui.widgets.source_item import SourceItem
@@ -52,6 +52,9 @@ class DetailScreen(ModalScreen[None]):
             t.append("\nWhy\n", style="bold underline")
             t.append(f" “{plain(c.why.sentence)}”", style="italic")
             t.append(f"  [{plain(c.why.evidence)}]\n", style="dim")
+        elif c.evidence:
+            t.append("\nWhy\n", style="bold underline")
+            t.append(f" {NO_REASON}: no paragraph below is judged to support it\n", style="dim")
         t.append("\nEvidence\n", style="bold underline")
         if not c.evidence:
             t.append(" none retrieved\n", style="dim")

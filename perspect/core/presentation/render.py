@@ -11,6 +11,11 @@ from perspect.core.result import Member, PerspectiveCluster, SearchResult
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+# what a cluster with evidence but no paragraph judged "supports" says instead of a reason
+# (pipeline.why cites only from those)
+NO_REASON = "no backing sentence found"
+
+
 def plain(text: object) -> str:
     """`text` with every control character made visible: an indexed document or a file name must
     not be able to drive the user's terminal (colours, window title, cursor) with escape codes."""
@@ -109,6 +114,8 @@ def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
         lines.append(f"   - {said}")
     if c.why:
         lines.append(f"   - why: “{plain(c.why.sentence)}” (evidence `{c.why.evidence}`)")
+    elif c.evidence:
+        lines.append(f"   - why: {NO_REASON}")
     for m in c.members[1:]:
         lines.append(
             f"   - also: {plain(m.text)}"
@@ -213,7 +220,7 @@ def print_result(res: SearchResult) -> None:
             why = (
                 f"\n[italic]“{literal(c.why.sentence)}”[/] [dim](evidence {literal(c.why.evidence)})[/]"
                 if c.why
-                else ""
+                else (f"\n[dim]{NO_REASON}[/]" if c.evidence else "")
             )
             mined = "".join(
                 f"\n[cyan]↳[/] {'' if m is c.representative else literal(m.text) + ' '}"
