@@ -10,12 +10,11 @@ point of one of them (P >= MATCH), on that cluster's side. A sentence that argue
 gold set lacks counts as wrong: the precision fitted here is a floor.
 
 Fitted on the tune claims (the held-out 15 % of train: perspect.core.datasets.perspectrum), in
-order: the side stack (matched candidates, their gold side: the relation model's P(support),
-entailment, contradiction, strengthen and weaken; P(support) alone sides with the topic's mood,
-reading "Zoos should stay open because they save species" as supporting "Zoos should be closed"),
-the argument stack (all candidates), the cut: the lowest whose shown sentences are arguments on the right side at least
-PRECISION of the time (keeping MIN_KEPT), and the cosine gate (the cosine under which fewer than
-GATE_LOSS of the matched candidates lie). Dev claims are only reported. Never test.
+order: the argument stack (all candidates), the cut: the lowest whose shown sentences are
+arguments on the right side at least PRECISION of the time (keeping MIN_KEPT), and the cosine
+gate (the cosine under which fewer than GATE_LOSS of the matched candidates lie). The side is
+the stance decision curated perspectives get (pipeline.stance.StanceScorer.from_trunk), not
+fitted here. Dev claims are only reported. Never test.
 
 Where it is written: the pair model's manifest (`decisions.mining`), beside the other decisions a
 search acts on, by the `make models` step `mining` (perspect.lab.recipe), which builds its index
@@ -77,6 +76,7 @@ class Rows:
     claim: np.ndarray
     cluster: np.ndarray
     texts: list[str]
+    support: np.ndarray | None = None  # the stance decision's P(support) (sides_shown)
 
     @property
     def matched(self) -> np.ndarray:
@@ -136,27 +136,40 @@ def match(
     return p.max(1), np.array([gold[i][0] for i in arg])
 
 
-SIDE = ("stance", "entail", "contradict", "strengthen", "weaken")  # what bears on the side
 ARGUMENT_EXCLUDED = ("stance",)  # the side's direction says nothing of being an argument
 
 
 def fit(rows: Rows, stance_side: float) -> MiningDecision:
     m = rows.matched
-    X = np.stack([rows.features[k] for k in SIDE], 1)
-    side = decision_stack.fit(SIDE, X[m], rows.side[m])
     names = sorted(k for k in rows.features if k not in ARGUMENT_EXCLUDED)
     X = np.stack([rows.features[k] for k in names], 1)
     stack = decision_stack.fit(names, X, m.astype(float))
-    decision = MiningDecision(stack, side, gate(rows))
-    right = m & sides_right(rows, decision, stance_side)
+    decision = MiningDecision(stack, gate(rows))
+    right = m & sides_right(rows, stance_side)
     cut = precision_cut(right, stack.prob(rows.features), rows.cosine >= decision.min_similarity)
-    return MiningDecision(stack.with_threshold(cut), side, decision.min_similarity)
+    return MiningDecision(stack.with_threshold(cut), decision.min_similarity)
 
 
-def sides_right(rows: Rows, decision: MiningDecision, stance_side: float) -> np.ndarray:
-    """Whether the side shown (the side stack's P(support) against the side cut) is the gold
-    cluster's side (meaningful where a candidate is matched)."""
-    return (decision.side.prob(rows.features) >= stance_side) == (rows.side == 1)
+def sides_right(rows: Rows, stance_side: float) -> np.ndarray:
+    """Whether the side shown (the stance decision's P(support) against the side cut) is the
+    gold cluster's side (meaningful where a candidate is matched)."""
+    assert rows.support is not None
+    return (rows.support >= stance_side) == (rows.side == 1)
+
+
+def with_support(engine: Engine, rows: Rows, claims: Sequence[Claim]) -> Rows:
+    """`rows` with the stance decision's P(support) of each candidate (from its stored trunk
+    P(support) and, where the stack reads it, the pair head's)."""
+    if getattr(rows, "support", None) is not None:
+        return rows
+    support = np.zeros(len(rows.raw))
+    for ci, claim in enumerate(claims):
+        at = np.where(rows.claim == ci)[0]
+        if len(at):
+            texts = [rows.texts[i] for i in at]
+            support[at] = engine.stance.from_trunk(claim.text, texts, rows.raw[at])
+    rows.support = support
+    return rows
 
 
 def gate(rows: Rows) -> float:
@@ -188,7 +201,7 @@ def report(rows: Rows, decision: MiningDecision, stance_side: float, claims) -> 
         rows.cosine >= decision.min_similarity
     )
     m = rows.matched
-    right_side = sides_right(rows, decision, stance_side)
+    right_side = sides_right(rows, stance_side)
     n = int(shown.sum())
     recovered = []
     for ci, claim in enumerate(claims):
@@ -295,13 +308,23 @@ def fit_entry(
     home = paths.cache_dir() / "mining-index"
     searcher = scratch_index(home, data, claimdiff, retrievers, inputs, log)
     engine = Engine.load(searcher, folder, config=EngineConfig())
-    rows = home / f"rows-{sha256_file(folder / 'manifest.json')[:12]}"
+    rows = home / f"rows-{_pair_key(folder)}"
     out = fit_and_report(engine, data, rows, log)
     write(folder, MiningDecision.from_json(out["decision"]), {k: out[k] for k in FITTED})
     return out
 
 
 FITTED = ("tune", "dev", "match")
+
+
+def _pair_key(folder: Path) -> str:
+    """The pair model's manifest less its decisions (which this step writes): what the rows
+    read of it."""
+    import hashlib
+
+    man = json.loads((folder / "manifest.json").read_text())
+    man.pop("decisions", None)
+    return hashlib.sha256(json.dumps(man, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def fit_and_report(engine: Engine, data: Path, rows: Path | None, log=print) -> dict[str, Any]:
@@ -322,6 +345,8 @@ def fit_and_report(engine: Engine, data: Path, rows: Path | None, log=print) -> 
         got[name] = collect(engine, claims, persp, log)
         if cache is not None:
             cache.write_bytes(pickle.dumps(got[name]))
+    claims_of = {"tune": tune, "dev": dev}
+    got = {n: with_support(engine, r, claims_of[n]) for n, r in got.items()}
     decision = fit(got["tune"], stance_side)
     for name, claims in (("tune", tune), ("dev", dev)):
         out[name] = report(got[name], decision, stance_side, claims)

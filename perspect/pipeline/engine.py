@@ -209,6 +209,7 @@ class Engine:
             self.relation,
             MiningDecision.from_manifest(self.model.manifest) if self.relation else None,
             self.decisions,
+            self.stance,
             Clusters(
                 self.retrieve, self.model, self.decisions, ce, cfg.min_overlap, cfg.mine_ce_pairs
             ),

@@ -86,6 +86,7 @@ class Mining:
         trunk,
         decision: MiningDecision | None,
         decisions: Decisions,
+        side: stance.StanceScorer,
         clusters: Clusters,
         per_pool: int,
         most: int,
@@ -94,12 +95,13 @@ class Mining:
         rrf_k: int,
     ):
         """`trunk`: the relation model (None, or one without its inference heads: no mining);
-        `decision`: its fitted mining decision (None: no mining); `clusters`: the clustering's
+        `decision`: its fitted mining decision (None: no mining); `side`: the stance decision
+        curated perspectives are sided with, read from the same pass; `clusters`: the clustering's
         equivalence (with its own cap on cross-encoder pairs); `per_pool`: candidates retrieved
         per article pool; `most`: sentences read by the model at most (the best by cosine);
         `join`: the top clusters a mined sentence may join."""
         self.searcher, self.trunk, self.decision = searcher, trunk, decision
-        self.decisions, self.clusters = decisions, clusters
+        self.decisions, self.clusters, self.side = decisions, clusters, side
         self.per_pool, self.most, self.join, self.depth, self.rrf_k = (
             per_pool,
             most,
@@ -161,12 +163,13 @@ class Mining:
         if not cands:
             z = np.zeros(0)
             return Judged((), {}, z, z)
-        _, feats = self.read(query, cands)
+        heads, feats = self.read(query, cands)
+        texts = [c.hit.text for c in cands]
         return Judged(
             tuple(cands),
             feats,
             self.decision.argument.prob(feats),
-            self.decision.side.prob(feats),
+            self.side.from_trunk(query.text, texts, heads["stance"]),
         )
 
     def states(self, cands: Sequence[Candidate]) -> list[np.ndarray]:
@@ -203,6 +206,8 @@ class Mining:
                     source=Provenance.of(h.pool, h.id, h.metadata),
                 )
             )
+        if not out:  # nothing clears the cut: no vectors to read (and none to reshape)
+            return out, np.zeros((0, 0), dtype=np.float32)
         vecs = [self.searcher.vector_backend(m.source.pool).vectors([m.id])[0] for m in out]
         return out, np.array(vecs).reshape(len(out), -1)
 

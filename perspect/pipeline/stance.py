@@ -54,6 +54,15 @@ class StanceScorer:
             head = self.head(claim, texts)
         return stance_trunk.calibrated(self.model.manifest, raw, head)
 
+    def from_trunk(self, claim: str, texts: Sequence[str], p: np.ndarray) -> np.ndarray:
+        """The fitted decision's P(support) where the caller already has the trunk's own `p` of
+        (claim, text) (the mining stage reads every head in one pass): the same scale as a
+        curated perspective's, the pair head computed where the stack reads it."""
+        if not len(texts):
+            return np.zeros(0)
+        head = self.head(claim, texts) if stance_trunk.stacks_head(self.model.manifest) else None
+        return stance_trunk.calibrated(self.model.manifest, p, head)
+
     def head(self, claim: str, texts: Sequence[str]) -> np.ndarray:
         """The pair model's stance head: P(support) as its own calibration gives it."""
         return self.model.predict([pair_for("stance", claim, t) for t in texts], ["stance"])[
