@@ -273,12 +273,17 @@ class Mining:
         self, ms: list[Member], was: PerspectiveCluster | None = None
     ) -> PerspectiveCluster:
         """A cluster of `ms` (a curated one's phrasings first, then the mined): its side from
-        all members' mean P(support), as any cluster's."""
+        all members' mean P(support), as any cluster's; one of mined sentences alone is shown
+        on a side only past the decision's side margin (else unclear, with its lean)."""
+        decisions = self.decisions
         if was is None:
             ms = sorted(ms, key=lambda m: -m.relevance)
+            assert self.decision is not None
+            margin = max(decisions.stance_unclear or 0.0, self.decision.side_margin)
+            decisions = replace(decisions, stance_unclear=margin)
         rep = was.representative if was is not None else ms[0]
-        side, strength = stance.side(ms, self.decisions)
-        leans = stance.leaning(ms, self.decisions) if side == stance.UNCLEAR else None
+        side, strength = stance.side(ms, decisions)
+        leans = stance.leaning(ms, decisions) if side == stance.UNCLEAR else None
         score = rep.relevance * strength
         if was is not None:
             return replace(was, members=tuple(ms), stance=side, strength=strength, score=score,

@@ -211,10 +211,14 @@ class MiningDecision:
       dense cosine to the claim and its retrieval score, and cue words (reporting, dates,
       argument markers): P(the sentence makes a point on the claim); its threshold is the cut
       a sentence must clear to be shown, fitted for precision;
-    - `min_similarity`: the dense cosine a candidate needs before any model reads it.
+    - `min_similarity`: the dense cosine a candidate needs before any model reads it;
+    - `side_margin`: a cluster of mined sentences alone is shown on a side only when its mean
+      P(support) lies at least this far from the side cut (else "unclear", with its lean),
+      fitted for precision on the tune claims' matched candidates; 0.5 where no margin reaches
+      it, so that every such cluster is unclear.
 
-    A mined sentence's side is not here: it is the stance decision curated perspectives are
-    sided with (perspect.pipeline.stance.StanceScorer.from_trunk), read from the same pass. A
+    A mined sentence's P(support) is the stance decision curated perspectives are sided with
+    (perspect.pipeline.stance.StanceScorer.from_trunk), read from the same pass. A
     stack fitted on the mined candidates' own matched sides sided 37 of 78 sentences of the
     hand-written sources' arguing articles as their articles do; the stance decision 52
     (bench/sources.py).
@@ -222,17 +226,26 @@ class MiningDecision:
 
     argument: Stack
     min_similarity: float = 0.3
+    side_margin: float = 0.0
 
     @property
     def cut(self) -> float:
         return float(self.argument.threshold)
 
     def to_json(self) -> dict[str, Any]:
-        return {"argument": self.argument.to_json(), "min_similarity": self.min_similarity}
+        return {
+            "argument": self.argument.to_json(),
+            "min_similarity": self.min_similarity,
+            "side_margin": self.side_margin,
+        }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> MiningDecision:
-        return cls(Stack.from_json(d["argument"]), float(d.get("min_similarity", 0.3)))
+        return cls(
+            Stack.from_json(d["argument"]),
+            float(d.get("min_similarity", 0.3)),
+            float(d.get("side_margin", 0.0)),
+        )
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> MiningDecision | None:
