@@ -56,7 +56,7 @@ from perspect.pipeline.engine import Engine, EngineConfig
 from perspect.retriever.searcher import Searcher
 
 MATCH = 0.5  # P(same point) of the equivalence cross-encoder: a sentence makes a gold point
-PRECISION = 0.7  # shown mined sentences that make a gold point (arguments), on tune
+PRECISION = 0.8  # shown mined sentences that make a gold point (arguments), on tune
 SIDE_PRECISION = 0.8  # mined-only clusters' sides shown right, on tune (else unclear)
 NEVER = 0.5  # a side margin no P(support) reaches: every mined-only cluster is unclear
 MIN_KEPT = 30
