@@ -239,6 +239,12 @@ def print_result(res: SearchResult) -> None:
         con.print(f"[yellow]Unclear ({len(unclear)}): the model cannot tell their side[/]")
         for c in unclear:
             con.print(f"  [yellow]?[/] {literal(c.representative.text)} [dim]({c.side_label})[/]")
+            if (said := sources_line(c)) is not None:
+                con.print(f"    [dim]{said}[/]")
+            for m in c.members:  # where each mined phrasing comes from, as on a side
+                if m.mined:
+                    text = "" if m is c.representative else literal(m.text) + " "
+                    con.print(f"    [cyan]↳[/] {text}[dim cyan]({literal(source_of(m))})[/]")
     _print_news(con, res)
 
 
