@@ -72,7 +72,12 @@ def answer(p: Perspect, claim: str) -> dict:
                 }
             )
         clusters.append(
-            {"stance": cl.stance, "strength": round(cl.strength, 3), "members": members}
+            {
+                "stance": cl.stance,
+                "leans": cl.leans,
+                "strength": round(cl.strength, 3),
+                "members": members,
+            }
         )
     cov = res.coverage
     return {
@@ -92,6 +97,13 @@ def counts(run: dict) -> dict:
         "side_as_article": sum(s == m["kind"] for s, m in arguing),
         "side_against_article": sum(s not in (m["kind"], "unclear") for s, m in arguing),
         "unclear": sum(s == "unclear" for s, _ in arguing),
+        "unclear_leaning_as_article": sum(
+            cl["leans"] == m["kind"]
+            for cl in run["clusters"]
+            if cl["stance"] == "unclear"
+            for m in cl["members"]
+            if m["article"]
+        ),
         "mined_sides": sorted(sides - {"unclear"}),
     }
 
@@ -102,7 +114,8 @@ def show(claim: str, run: dict) -> None:
     if cov["warning"]:
         print(f"   ! {cov['warning']}")
     for cl in run["clusters"]:
-        print(f"  [{cl['stance']} {cl['strength']:.2f}]")
+        lean = f", leans {cl['leans']}" if cl["leans"] else ""
+        print(f"  [{cl['stance']} {cl['strength']:.2f}{lean}]")
         for m in cl["members"]:
             where = f"  <- {m['article']} ({m['kind']})" if m["article"] else ""
             print(f"     - {m['text'][:110]}{where}")
@@ -131,7 +144,7 @@ def main() -> None:
     total = {
         k: sum(out["after"][c]["counts"][k] for c in CLAIMS.values())
         for k in ("mined_shown", "from_reporting_articles", "side_as_article",
-                  "side_against_article", "unclear")
+                  "side_against_article", "unclear", "unclear_leaning_as_article")
     }  # fmt: skip
     both = sum(len(out["after"][c]["counts"]["mined_sides"]) == 2 for c in CLAIMS.values())
     print(f"\nall three claims: {json.dumps(total)}; both sides mined for {both}/3 claims")
