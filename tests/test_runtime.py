@@ -204,3 +204,53 @@ def test_int8_copies_are_served_too_and_stay_close_to_fp32(tiny_pair_model, tmp_
     fp32 = served.for_inference(int8=False)
     assert "quantized" not in fp32.manifest
     assert np.allclose(fp32.logits(pairs, ["relevance"])["relevance"], ref["relevance"], atol=1e-5)
+
+
+# Two processes that open one graph of a new install at once (two test workers, two server
+# workers): each exports under the graph's flock or waits for the other's, and both serve it.
+_OPEN_AT_ONCE = r"""
+import sys, time
+from pathlib import Path
+import torch
+from perspect.core.model import onnxrt
+
+folder = Path(sys.argv[1])
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        torch.nn.init.constant_(self.lin.weight, 0.25)
+
+    def forward(self, input_ids):
+        return self.lin(input_ids)
+
+
+net = Net()
+
+
+def make(path):
+    time.sleep(1.0)  # long enough that the other process arrives while this one writes
+    x = {"input_ids": torch.zeros(2, 4)}
+    onnxrt.export(net, x, path, {0: "batch"})
+
+
+sess = onnxrt.session(folder, "tiny", "fp-1", make)
+print("onnx" if sess is not None else "torch")
+"""
+
+
+def test_two_processes_opening_a_new_graph_at_once_both_serve_it(tmp_path):
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _OPEN_AT_ONCE, str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [o.strip() for o, _ in outs] == ["onnx", "onnx"], [e[-2000:] for _, e in outs]
+    from perspect.core.model import onnxrt
+
+    graph = tmp_path / "onnx" / "tiny.onnx"
+    assert onnxrt.graph_problem(graph) is None
+    assert not list((tmp_path / "onnx").glob(".*tmp-*"))

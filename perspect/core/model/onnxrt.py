@@ -15,8 +15,8 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Mapping
-from contextlib import redirect_stdout
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,30 @@ def _stamped(graph: Path, fingerprint: str) -> bool:
 
 
 def _stamp(graph: Path, fingerprint: str) -> None:
-    stamp_path(graph).write_text(f"{fingerprint}\n{_sha256(graph)}\n")
+    """Written whole or not at all: another process may be reading it."""
+    out = stamp_path(graph)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(f"{fingerprint}\n{_sha256(graph)}\n")
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def _made_alone(out: Path, name: str) -> Iterator[None]:
+    """An exclusive flock on `<out>/.<name>.lock` while a graph (or its optimized copy) is made
+    and stamped: two processes starting on a new install (two test workers, two server workers)
+    would otherwise read one's graph while the other replaces it, and one of them stay on
+    PyTorch. The lock dies with its holder."""
+    import fcntl
+
+    fd = os.open(out / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _sha256(path: Path) -> str:
@@ -245,8 +268,10 @@ def session(folder: str | Path, name: str, fingerprint: str, make: Callable[[Pat
         try:
             if not ready(folder, name, fingerprint):
                 out.mkdir(exist_ok=True)
-                make(path)
-                _stamp(path, fingerprint)
+                with _made_alone(out, name):
+                    if not ready(folder, name, fingerprint):  # not made meanwhile by another
+                        make(path)
+                        _stamp(path, fingerprint)
             _SESSIONS[key] = _open(ort, path, fingerprint)
         except ModelError:
             del _SESSIONS[key]  # a damaged graph is refused at every load, not only the first
@@ -269,11 +294,25 @@ def _open(ort, path: Path, fingerprint: str):
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3
     opt = path.with_name(f"{path.stem}.opt-{ort.__version__}.onnx")
-    fresh = opt.is_file() and _stamped(opt, fingerprint)
-    if fresh:
-        _verified(opt)
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        return ort.InferenceSession(str(opt), opts, providers=["CPUExecutionProvider"])
+    if opt.is_file() and _stamped(opt, fingerprint):
+        return _open_optimized(ort, opts, opt)
+    try:
+        with _made_alone(path.parent, opt.name):
+            if opt.is_file() and _stamped(opt, fingerprint):  # made meanwhile by another
+                return _open_optimized(ort, opts, opt)
+            return _optimize(ort, opts, path, opt, fingerprint)
+    except OSError:  # a read-only folder: no lock, and no copy to write either
+        return _optimize(ort, opts, path, opt, fingerprint)
+
+
+def _open_optimized(ort, opts, opt: Path):
+    _verified(opt)
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(str(opt), opts, providers=["CPUExecutionProvider"])
+
+
+def _optimize(ort, opts, path: Path, opt: Path, fingerprint: str):
+    """A session of the graph at `path` with ORT's optimizations, saving the optimized copy."""
     _verified(path)
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     tmp = opt.with_name(f".{opt.name}.tmp-{os.getpid()}")
