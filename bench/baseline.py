@@ -46,7 +46,7 @@ for line in sys.stdin:
     t0 = time.perf_counter()
     r = p.search(claim)
     ms = (time.perf_counter() - t0) * 1000
-    print(json.dumps({"ms": ms, "clusters": len(r.clusters), "timings": r.timings_ms}), flush=True)
+    print(json.dumps({"ms": ms, "clusters": len(r.clusters), "timings": dict(r.timings_ms)}), flush=True)
 """
 
 
