@@ -7,10 +7,14 @@ Three steps (each prints what it made):
     python bench/mining_proxy.py files --data data/perspectrum --out /tmp/proxy
         writes /tmp/proxy/pool.json (the perspective pool minus every dev claim's gold
         perspectives) and /tmp/proxy/evidence_documents.jsonl (the evidence paragraphs as
-        articles: id, title, outlet = the debate site)
-    perspect index build --name proxy --perspectives /tmp/proxy/pool.json
+        articles, as the `mining` step of `make models` indexes them)
+    perspect index build --name proxy --perspectives /tmp/proxy/pool.json \
+        --news data/claimdiff/claimdiff_train_articles.jsonl
     perspect index add --name proxy --documents /tmp/proxy/evidence_documents.jsonl
     python bench/mining_proxy.py run --index proxy --baseline default [--claims N]
+
+(The figures in bench/RESULTS.md used the mining step's own index, kept in the cache, with the
+dev claims' gold perspectives deleted: the same pools.)
 
 A gold cluster is recovered when a shown cluster on the gold side holds a member that makes its
 point: P(same point) >= 0.5 from the equivalence cross-encoder (claim-conditioned, the matcher
@@ -30,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from perspect import Perspect
-from perspect.core.datasets.perspectrum import load_claims, load_evidence, load_perspectives
-from perspect.lab.mining_fit import MATCH, match
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives
+from perspect.lab.mining_fit import MATCH, evidence_articles, match
 
 
 def files(data: Path, out: Path) -> None:
@@ -40,17 +44,10 @@ def files(data: Path, out: Path) -> None:
     pool = json.loads((data / "perspective_pool_v1.0.json").read_text())
     kept = [r for r in pool if int(r["pId"]) not in gold]
     (out / "pool.json").write_text(json.dumps(kept))
-    sources = {
-        int(r["eId"]): r.get("source")
-        for r in json.loads(next(data.glob("evidence_pool*_v1.0.json")).read_text())
-    }
-    with (out / "evidence_documents.jsonl").open("w") as f:
-        for eid, text in sorted(load_evidence(data).items()):
-            title = " ".join(text.split()[:8])
-            rec = {"id": f"ev{eid}", "title": title, "outlet": sources.get(eid), "text": text}
-            f.write(json.dumps(rec) + "\n")
+    docs = evidence_articles(data)  # as the mining step indexes them
+    (out / "evidence_documents.jsonl").write_text("".join(json.dumps(r) + "\n" for r in docs))
     print(f"pool.json: {len(kept)} of {len(pool)} perspectives ({len(pool) - len(kept)} removed)")
-    print(f"evidence_documents.jsonl: {len(sources)} paragraphs as articles")
+    print(f"evidence_documents.jsonl: {len(docs)} paragraphs as articles")
 
 
 def recovered(p: Perspect, claims, persp: dict[int, str], mined_only: bool) -> dict:
