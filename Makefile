@@ -109,7 +109,7 @@ test: setup
 	@$(BIN)/ruff check .
 	@echo "test: format (ruff format --check)..."
 	@$(BIN)/ruff format --check .
-	@echo "test: the suite (pytest on both cores, a test file per worker; about 9 min)..."
+	@echo "test: the suite (pytest on both cores, a test file per worker; about 10 min)..."
 	@$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint:

@@ -74,28 +74,6 @@ def write_jsonl(path: Path, rows) -> Path:
     return path
 
 
-# `make test` runs the suite on two workers, a test file each at a time (pytest-xdist, --dist
-# loadfile), handed out in collection order: a slow file collected last runs alone at the end.
-# These files (each a minute or more of a 2-core run, `--durations`) are collected first, so the
-# other worker works through the rest meanwhile; every other file keeps its order.
-SLOW_FILES_FIRST = (
-    "test_shipped_bundle.py",
-    "test_exit_on_damage.py",
-    "test_write_sequence.py",
-    "test_train_cli.py",
-    "test_news_search.py",
-    "test_serve_http.py",
-    "test_plaid_kernels.py",
-    "test_live_writes.py",
-    "test_mining.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable
-
-
 @pytest.fixture(autouse=True)
 def _no_default_colbert(monkeypatch, tmp_path_factory):
     """Tests choose their models: ones trained in the checkout (models/) must not leak in."""
