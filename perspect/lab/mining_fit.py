@@ -43,7 +43,6 @@ from perspect.core.datasets.perspectrum import (
     Claim,
     data_fingerprints,
     load_claims,
-    load_evidence,
     load_perspectives,
     tune_claims_of,
 )
@@ -269,14 +268,11 @@ CLAIMDIFF_ARTICLES = "claimdiff_train_articles.jsonl"
 def evidence_articles(data: Path) -> list[dict[str, Any]]:
     """The evidence paragraphs as articles of the documents pool: id, a title (the first words),
     the debate site as outlet."""
-    sites = {
-        int(r["eId"]): r.get("source")
-        for r in json.loads(Path(evidence_pool_file(data)).read_text())  # type: ignore[arg-type]
-    }
+    rows = json.loads(Path(evidence_pool_file(data)).read_text())  # type: ignore[arg-type]
     return [
-        {"id": f"ev{eid}", "title": " ".join(text.split()[:8]), "outlet": sites.get(eid),
-         "text": text}
-        for eid, text in sorted(load_evidence(data).items())
+        {"id": f"ev{r['eId']}", "title": " ".join(r["text"].split()[:8]),
+         "outlet": r.get("source"), "text": r["text"]}
+        for r in sorted(rows, key=lambda r: int(r["eId"]))
     ]  # fmt: skip
 
 

@@ -51,7 +51,7 @@ class Judged:
     candidates: tuple[Candidate, ...]
     features: dict[str, np.ndarray]
     argument: np.ndarray  # P(an argument on the claim)
-    support: np.ndarray  # calibrated P(supports the claim)
+    support: np.ndarray  # calibrated P(supports the claim); NaN under the argument cut
 
 
 def features(
@@ -164,13 +164,15 @@ class Mining:
             z = np.zeros(0)
             return Judged((), {}, z, z)
         heads, feats = self.read(query, cands)
-        texts = [c.hit.text for c in cands]
-        return Judged(
-            tuple(cands),
-            feats,
-            self.decision.argument.prob(feats),
-            self.side.from_trunk(query.text, texts, heads["stance"]),
+        argument = self.decision.argument.prob(feats)
+        # the side only of those shown: the stance decision's pair-head pass is not paid for
+        # candidates under the cut
+        shown = np.flatnonzero(argument >= self.decision.cut)
+        support = np.full(len(cands), np.nan)
+        support[shown] = self.side.from_trunk(
+            query.text, [cands[i].hit.text for i in shown], heads["stance"][shown]
         )
+        return Judged(tuple(cands), feats, argument, support)
 
     def states(self, cands: Sequence[Candidate]) -> list[np.ndarray]:
         """Each candidate's lower states: stored with the documents, else computed (kept for

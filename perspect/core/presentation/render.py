@@ -222,12 +222,7 @@ def print_result(res: SearchResult) -> None:
                 if c.why
                 else (f"\n[dim]{NO_REASON}[/]" if c.evidence else "")
             )
-            mined = "".join(
-                f"\n[cyan]↳[/] {'' if m is c.representative else literal(m.text) + ' '}"
-                f"[dim cyan]({literal(source_of(m))})[/]"
-                for m in c.members
-                if m.mined
-            )
+            mined = "".join(f"\n{line}" for line in _mined_lines(c))
             t.add_row(
                 f"[{colour}]{bar(c.strength)}[/] {literal(c.representative.text)}\n"
                 f"[dim]{' · '.join(extra)}[/]{why}{mined}"
@@ -241,11 +236,20 @@ def print_result(res: SearchResult) -> None:
             con.print(f"  [yellow]?[/] {literal(c.representative.text)} [dim]({c.side_label})[/]")
             if (said := sources_line(c)) is not None:
                 con.print(f"    [dim]{said}[/]")
-            for m in c.members:  # where each mined phrasing comes from, as on a side
-                if m.mined:
-                    text = "" if m is c.representative else literal(m.text) + " "
-                    con.print(f"    [cyan]↳[/] {text}[dim cyan]({literal(source_of(m))})[/]")
+            for line in _mined_lines(c):  # where each mined phrasing comes from, as on a side
+                con.print(f"    {line}")
     _print_news(con, res)
+
+
+def _mined_lines(c: PerspectiveCluster) -> list[str]:
+    """Each mined phrasing of `c` with the article it comes from (the representative's text is
+    the cluster's own line)."""
+    return [
+        f"[cyan]↳[/] {'' if m is c.representative else literal(m.text) + ' '}"
+        f"[dim cyan]({literal(source_of(m))})[/]"
+        for m in c.members
+        if m.mined
+    ]
 
 
 def _print_news(con, res: SearchResult) -> None:
