@@ -35,6 +35,7 @@ import sys
 import sysconfig
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,9 @@ def _build(dest: Path, timeout: float, names: tuple[str, ...] = ()) -> None:
 
         src = _stanford_dir()
         kernels = [k for k in KERNELS if not names or k[0] in names]
-        for name, rel, flags in kernels:
+
+        def compile_one(kernel: tuple[str, str, tuple[str, ...]]) -> None:
+            name, rel, flags = kernel
             build = scratch / name
             build.mkdir()
             load(
@@ -226,6 +229,13 @@ def _build(dest: Path, timeout: float, names: tuple[str, ...] = ()) -> None:
             lib = build / f"{name}{_suffix()}"
             shutil.copy2(lib, out / lib.name)
             print(f"compiled {name}", flush=True)
+
+        # One compiler process per kernel, as many at once as there are cores: each is one
+        # single-threaded g++ run (most of it parsing torch's headers), so on 2 cores the four
+        # take about half the time they take one after another.
+        workers = max(1, min(len(kernels), os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(compile_one, kernels))
         (out / DONE).write_text(json.dumps({"kernels": [k[0] for k in kernels], "key": key()}))
         os.replace(out, dest)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from perspect.core.datasets.perspectrum import load_claims
+from perspect.core.datasets.perspectrum import load_claims, load_perspectives
 from perspect.core.errors import ModelError
 from perspect.core.model.decision_stack import Stack
 from perspect.core.model.onnxrt import INT8
@@ -235,6 +235,43 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     )[1]
     capped.search(load_claims(tiny_perspectrum, "dev")[0].text)
     assert sent and max(sent) <= 1
+
+    # past `equivalence_fp32_pairs` pairs a search, the cross-encoder's int8 graph scores the
+    # rest: asked for a claim's gold pairs at once, the fp32 graph sees the first pair only
+    tiered = Engine.load(
+        capped.searcher, PairModel.load(model_dir), EngineConfig(equivalence_fp32_pairs=1)
+    )
+    budget, cheap = tiered.clusters.overflow
+    assert budget == 1 and cheap.manifest["quantized"] == INT8 and cheap._onnx is not None
+    seen: dict[str, list[int]] = {"fp32": [], "int8": []}
+    for label, ce in (("fp32", tiered.equivalence_ce), ("int8", cheap)):
+        ce.one_order = lambda c, pairs, reverse=False, _f=ce.one_order, _s=seen[label]: (
+            _s.append(0 if reverse else len(pairs)),
+            _f(c, pairs, reverse),
+        )[1]
+    texts = load_perspectives(tiny_perspectrum)
+    claim = max(load_claims(tiny_perspectrum, "dev"), key=lambda c: len(c.pids))
+    ids = [str(p) for p in claim.pids if p in texts]
+    query, sides = tiered.retrieve.query(claim.text), np.full(len(ids), 0.5)
+    probs = tiered.clusters.equivalence(query, ids, [texts[int(i)] for i in ids], sides)
+    assert sum(seen["fp32"]) == 1 and sum(seen["int8"]) >= 1, seen
+    # scored whole by the fp32 graph: the same probabilities, to int8's hundredths
+    whole = Engine.load(
+        capped.searcher, PairModel.load(model_dir), EngineConfig(equivalence_fp32_pairs=None)
+    )
+    alone = whole.clusters.equivalence(query, ids, [texts[int(i)] for i in ids], sides)
+    np.testing.assert_allclose(probs, alone, atol=0.05)  # int8 moves a score by hundredths
+    # no budget: one model; an int8 cross-encoder has no cheaper copy to hand over to
+    assert (
+        Engine.load(
+            capped.searcher, PairModel.load(model_dir), EngineConfig(equivalence_fp32_pairs=None)
+        ).clusters.overflow
+        is None
+    )
+    assert (
+        Engine.load(capped.searcher, PairModel.load(model_dir), fast_config()).clusters.overflow
+        is None
+    )
 
     # the fast preset: both cross-encoders int8 (ONNX Runtime's copies of their graphs: the
     # fp32 graphs stay), budget kept

@@ -14,7 +14,9 @@ The stack's model feature is either the cross-encoder's score ("ce") or the rela
 equivalence head over the two perspectives' stored lower-layer states ("rel": the index keeps
 them for stance, so only the top layers run per pair: `RelationPairs`). Either way the model is
 asked only for the pairs a merge depends on (pipeline.linkage: lazy complete-link under a budget
-of pairs, `EngineConfig.equivalence_ce_max_pairs`).
+of pairs, `EngineConfig.equivalence_ce_max_pairs`). Past a first budget of pairs
+(`EngineConfig.equivalence_fp32_pairs`) the cross-encoder's int8 copy scores the rest: a claim
+with many kept perspectives costs fewer milliseconds a pair instead of a slower answer.
 """
 
 from __future__ import annotations
@@ -90,14 +92,18 @@ class Clusters:
         min_overlap: float,
         max_ce_pairs: int | None,
         relation: RelationPairs | None = None,
+        overflow: tuple[int, EquivalenceModel] | None = None,
     ):
         """`max_ce_pairs`: at most this many pairs scored by the equivalence model a search
         (None: every pair a merge depends on). `relation`: the relation model's equivalence
-        head, for a stack that reads "rel"."""
+        head, for a stack that reads "rel". `overflow`: (n, a cheaper copy of the
+        cross-encoder): past the first n pairs of a search, the copy scores the rest (its
+        int8 graph: EngineConfig.equivalence_fp32_pairs)."""
         self.retrieve = retrieve
         self.model = model
         self.decisions = decisions
         self.equivalence_ce = equivalence_ce
+        self.overflow = overflow
         self.relation = relation
         self.min_overlap = min_overlap  # stem Jaccard for a pair the head scores (no vectors)
         self.max_ce_pairs = max_ce_pairs
@@ -184,10 +190,21 @@ class Clusters:
                 )
             return self.relation.session(ids, texts)
         st, cut = self.decisions.stack("equivalence"), self.cluster_cut()
+        left = [self.overflow[0] if self.overflow else len(texts) ** 2]
 
         def ce(i, j, sub):
             pairs = [(texts[a], texts[b]) for a, b in zip(i, j, strict=True)]
-            return both_orders(self.equivalence_ce, query.text, pairs, st, sub, cut)
+            n = min(len(pairs), left[0])  # the first pairs asked (the highest bounds) by the model
+            left[0] -= n
+            if n == len(pairs):
+                return both_orders(self.equivalence_ce, query.text, pairs, st, sub, cut)
+            rest = {k: v[n:] for k, v in sub.items()}
+            cheap = both_orders(self.overflow[1], query.text, pairs[n:], st, rest, cut)
+            if not n:
+                return cheap
+            head = {k: v[:n] for k, v in sub.items()}
+            main = both_orders(self.equivalence_ce, query.text, pairs[:n], st, head, cut)
+            return np.concatenate([main, cheap])
 
         return ce
 

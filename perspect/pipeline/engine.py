@@ -39,6 +39,7 @@ from perspect.pipeline.news import News
 from perspect.pipeline.retrieve import Retrieve
 from perspect.pipeline.stance import StanceScorer
 from perspect.reranker import factory
+from perspect.reranker.equivalence_ce import EquivalenceModel
 from perspect.reranker.factory import Models
 from perspect.reranker.model import PairModel
 from perspect.reranker.relation_judge import RelationJudge
@@ -73,6 +74,8 @@ class EngineConfig:
     # the equivalence cross-encoder's own choice (None: as `quantize`): its int8 scores correlate
     # .70 with fp32 (160 pairs) and cost T3 over clusters 1.5, where the pair model's cost nothing
     quantize_equivalence: bool | None = None
+    # the stance trunk's own choice (None: as `quantize`)
+    quantize_trunk: bool | None = None
     # The models' runtime. "onnx": every model of the query path is served from its exported
     # graph by ONNX Runtime with a `tokenizers` tokenizer, so a new process imports neither
     # transformers nor (but for PLAID) torch: a cold search 3.6 s instead of 10 (bench/RESULTS.md,
@@ -87,6 +90,11 @@ class EngineConfig:
     # int8: all 63.65 / 68.82, 48: 63.97 / 67.65, 24: 60.68 / 65.93 (fp32, all: 63.03 / 69.29);
     # PyTorch's per-tensor int8 (runtime "torch") cost more: all 62.3 / 67.8, 24: 60.5 / 65.4.
     equivalence_ce_max_pairs: int | None = None
+    # Past this many pairs in a search (the highest bounds first), the equivalence
+    # cross-encoder's int8 copy scores the rest (None: the one model for every pair; no effect
+    # when the cross-encoder is int8 already). Median search: 12 pairs, p95 100 (bench/latency.py):
+    # the tail's claims pay about half per extra pair. Measured: bench/RESULTS.md, "Latency".
+    equivalence_fp32_pairs: int | None = 32
     # news (an index with a news pool and a comparator): sentences retrieved for the claim and
     # compared sentence -> claim; those related are compared with the top clusters too
     news_candidates: int = 16
@@ -113,6 +121,7 @@ class EngineConfig:
             onnx=self.runtime == "onnx",
             int8=self.quantize,
             int8_equivalence=self.quantize_equivalence,
+            int8_trunk=self.quantize_trunk,
         )
 
 
@@ -195,6 +204,7 @@ class Engine:
             cfg.min_overlap,
             cfg.equivalence_ce_max_pairs,
             pairs,
+            self.overflow(ce),
         )
         cuts = (
             RelationCuts.from_manifest(self.relation.manifest, "evidence")
@@ -228,6 +238,15 @@ class Engine:
             cfg.news_max,
             cfg.news_min_similarity,
         )
+
+    def overflow(self, ce: EquivalenceModel | None) -> tuple[int, EquivalenceModel] | None:
+        """(budget, the cross-encoder's int8 graph) where `equivalence_fp32_pairs` asks for it
+        and the served cross-encoder is a float32 graph (EngineConfig.equivalence_fp32_pairs)."""
+        n = self.config.equivalence_fp32_pairs
+        if n is None or ce is None or ce.manifest.get("quantized") or not ce.serves(False):
+            return None
+        cheap = ce.for_inference(int8=True)
+        return (n, cheap) if cheap is not ce and cheap.serves(True) else None
 
     @classmethod
     def load(
