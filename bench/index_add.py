@@ -128,15 +128,17 @@ def main() -> int:
         f"of index {args.index}, {args.runs} runs each, taking turns\n"
     )
     print(
-        "| code | wall s (median) | wall s (max) | new files MB | shared with the version before MB |"
+        "| code | wall s (median) | wall s (max) | CPU s (median) | new files MB | "
+        "shared with the version before MB |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for label, rows in got.items():
-        walls = [w for w, _, _ in rows]
+        walls = [w for w, _, _, _ in rows]
         print(
             f"| {label} | {statistics.median(walls):.1f} | {max(walls):.1f} | "
-            f"{statistics.median([n for _, n, _ in rows]) / 1e6:.1f} | "
-            f"{statistics.median([s for _, _, s in rows]) / 1e6:.1f} |"
+            f"{statistics.median([c for _, _, _, c in rows]):.1f} | "
+            f"{statistics.median([n for _, n, _, _ in rows]) / 1e6:.1f} | "
+            f"{statistics.median([s for _, _, s, _ in rows]) / 1e6:.1f} |"
         )
     return 0
 
