@@ -152,3 +152,36 @@ def test_decisions_fitted_on_other_retrievers_are_flagged(tiny_index, tiny_pair_
     with Perspect.open("tiny", home=tiny_index, model=tmp_path / "same") as p:
         warning = p.search("Animals feel pain and need legal protection").coverage.warning
     assert not warning or "fitted on" not in warning
+
+
+def test_t3_as_the_default_engine_scores_reads_int8_past_the_fp32_budget():
+    """`perspect eval`'s T3 at the default settings: the pairs a search would hand to the
+    cross-encoder's int8 copy (past EngineConfig.equivalence_fp32_pairs) get the copy's score."""
+    from perspect.core.model.decisions import Decisions
+    from perspect.lab import perspectrum_eval as pe
+
+    d = Decisions.from_manifest(
+        {
+            "thresholds": {"stance": 0.5, "stance_side": 0.5, "equivalence": 0.5, "cluster": 0.5},
+            "stacks": {
+                "equivalence": {
+                    "features": ["cosine", "ce"],
+                    "coef": [1.0, 8.0],
+                    "intercept": -4.5,
+                    "threshold": 0.5,
+                }
+            },
+        }
+    )
+    # three phrasings of one point: fp32 says same (.9), the int8 copy says no (.1)
+    rows = [(True, {"cosine": 0.5, "ce": 0.9, "s_a": 0.9, "s_b": 0.9}) for _ in range(3)]
+    pred = pe.Predictions(t3=rows, t3_claims=[(0, 3, [(0, 1), (0, 2), (1, 2)])])
+    every = pe.t3_budgeted(pred, d, None)
+    assert every["T3_clusters"].recall == 1.0 and every["T3"].recall == 1.0
+    pred.t3_cheap = [0.1, 0.1, 0.1]
+    assert pe.t3_budgeted(pred, d, None, fp32=None)["T3_clusters"].recall == 1.0
+    assert pe.t3_budgeted(pred, d, None, fp32=3)["T3_clusters"].recall == 1.0
+    tiered = pe.t3_budgeted(pred, d, None, fp32=0)  # every pair through the int8 copy
+    assert tiered["T3_clusters"].recall == 0.0 and tiered["T3"].recall == 0.0
+    one = pe.t3_budgeted(pred, d, None, fp32=1)  # one pair merges; its partner cannot join
+    assert 0.0 < one["T3_clusters"].recall < 1.0

@@ -72,8 +72,10 @@ def run_eval(args: argparse.Namespace) -> int:
         )
     if result.get("T3_default_budget"):
         b = result["T3_default_budget"]
+        tier = f", int8 past {b['fp32_pairs']}" if b.get("fp32_pairs") is not None else ""
+        cap = f"at most {b['pairs']}" if b.get("pairs") is not None else "every"
         t.add_row(
-            f"  T3 pairs / clusters with the default budget ({b['pairs']} model pairs a claim)",
+            f"  T3 pairs / clusters as the default engine scores ({cap} model pairs a claim{tier})",
             "—",
             "—",
             f"{b['T3']['f1']:.1f} / {b['T3_clusters']['f1']:.1f}",

@@ -79,10 +79,14 @@ def evaluate_perspectrum(
     scores = pe.score(pred, decisions, equivalence_max_pairs)
     # every pair scored (the model's own quality) unless a budget was asked for; the default
     # engine's budget beside it
-    default_budget = EngineConfig().equivalence_ce_max_pairs
+    default = EngineConfig()
+    default_budget, fp32 = default.equivalence_ce_max_pairs, default.equivalence_fp32_pairs
     at_default = (
-        pe.as_json(pe.t3_budgeted(pred, decisions, default_budget), {"pairs": default_budget})
-        if equivalence_max_pairs is None and default_budget is not None
+        pe.as_json(
+            pe.t3_budgeted(pred, decisions, default_budget, fp32 if pred.t3_cheap else None),
+            {"pairs": default_budget, "fp32_pairs": fp32 if pred.t3_cheap else None},
+        )
+        if equivalence_max_pairs is None and (default_budget is not None or pred.t3_cheap)
         else None
     )
     ir_k = model.manifest.get("ir_baseline_k", 7)

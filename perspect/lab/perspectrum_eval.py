@@ -42,6 +42,9 @@ class Predictions:
     # per cluster with resolvable evidence: (gold ids, the paragraph of its cited sentence, the
     # top paragraph shown): how often the cited reason lies in a gold paragraph (pipeline.why)
     cites: list[tuple[list[int], str | None, str | None]] = field(default_factory=list)
+    # per t3 row: the equivalence cross-encoder's int8 copy's score where the engine hands the
+    # pairs past its fp32 budget to it (EngineConfig.equivalence_fp32_pairs), else empty
+    t3_cheap: list[float] = field(default_factory=list)
 
 
 def predict(
@@ -97,6 +100,12 @@ def predict(
                 name, got = model_scores(engine, c.text, pids, perspectives, pp)
                 for f, x in zip(feats, got if name else (), strict=False):
                     f[name] = float(x)
+                if name == "ce" and engine.clusters.overflow is not None:
+                    cheap = engine.clusters.overflow[1]
+                    texts = [perspectives[p] for p in pids]
+                    pred.t3_cheap.extend(
+                        cheap.predict(c.text, [(texts[a], texts[b]) for a, b in pp])
+                    )
             elif pp:
                 probs = model.predict(
                     [
@@ -196,16 +205,24 @@ def _claim_matrix(pred: Predictions, start: int, n: int, pairs, probs) -> tuple:
     return m, support
 
 
-def t3_budgeted(pred: Predictions, decisions: Decisions, budget: int) -> dict[str, PRF]:
+def t3_budgeted(
+    pred: Predictions, decisions: Decisions, budget: int | None, fp32: int | None = None
+) -> dict[str, PRF]:
     """T3 pairwise and over clusters when at most `budget` pairs of a claim are scored by the
     equivalence model, chosen as a search chooses them (pipeline.linkage: lazily, as the
-    clusters form); the others count as its lowest score, as in a search."""
+    clusters form); the others count as its lowest score, as in a search. `fp32`: past that
+    many pairs the cross-encoder's int8 copy scores them (`pred.t3_cheap`), as a search does
+    (EngineConfig.equivalence_fp32_pairs)."""
     st = decisions.stack("equivalence")
     name = next((f for f in MODEL_FEATURES if f in st.features), None) if st else None
     if name is None or not _clusterable(pred) or decisions.cluster is None:
         return {}
     feats = pair_features(pred.t3)
     exact = st.prob(feats)
+    if fp32 is not None and name == "ce" and len(pred.t3_cheap) == len(pred.t3):
+        cheap = st.prob({**feats, name: np.asarray(pred.t3_cheap, dtype=np.float64)})
+    else:
+        fp32, cheap = None, exact
     ends = [st.prob({**feats, name: np.full(len(exact), x)}) for x in (0.0, 1.0)]
     low, high = np.minimum(*ends), np.maximum(*ends)
     gold, pairwise, clustered = [], [], []
@@ -214,20 +231,26 @@ def t3_budgeted(pred: Predictions, decisions: Decisions, budget: int) -> dict[st
             continue
         rows = slice(start, start + len(pairs))
         m, support = _claim_matrix(pred, start, n, pairs, exact)
+        m8, _ = _claim_matrix(pred, start, n, pairs, cheap)
         lo, _ = _claim_matrix(pred, start, n, pairs, low)
         hi, _ = _claim_matrix(pred, start, n, pairs, high)
+        left = [n * n if fp32 is None else fp32]
+        got = m.copy()  # the value each asked pair got (fp32, or int8 past the fp32 budget)
+
+        def score(i, j, m=m, m8=m8, left=left, got=got):
+            k = min(len(i), left[0])
+            left[0] -= k
+            out = np.concatenate([m[i[:k], j[:k]], m8[i[k:], j[k:]]])
+            got[i, j] = got[j, i] = out
+            return out
+
         linked = lazy_complete_link(
-            lo,
-            hi,
-            decisions.may_merge(support),
-            decisions.cluster,
-            lambda i, j, m=m: m[i, j],
-            budget,
+            lo, hi, decisions.may_merge(support), decisions.cluster, score, budget
         )
         asked = set(linked.scored)
         lab = linked.labels
         for k, (a, b) in enumerate(pairs):
-            p = exact[rows][k] if (min(a, b), max(a, b)) in asked else low[rows][k]
+            p = got[a, b] if (min(a, b), max(a, b)) in asked else low[rows][k]
             gold.append(pred.t3[start + k][0])
             pairwise.append(bool(p >= decisions.equivalence))
             clustered.append(bool(lab[a] == lab[b]))
