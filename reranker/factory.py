@@ -219,8 +219,14 @@ def prepare(root: Path) -> list[Prepared]:
         open_served(p)  # its graph made where it was not
         return served_class(p).graph(p) is not None
 
+    def served_both(p: Path) -> bool:
+        """The fp32 graph and its int8 copy: the default engine scores a search's pairs past
+        its first ones with the copy (EngineConfig.equivalence_fp32_pairs)."""
+        open_served(p, int8=True)
+        return served(p) and served_class(p).graph(p, True) is not None
+
     step("pair", root / "pair", served)
-    step("equivalence", root / "equivalence", served)
+    step("equivalence", root / "equivalence", served_both)
     step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense.query_graph)
     step("colbert", root / "colbert", pylate_glue.query_graph)
