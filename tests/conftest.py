@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -349,13 +351,27 @@ def plaid_index(tmp_path_factory):
     """BM25 + the shipped dense encoder + the shipped ColBERT in PLAID mode (as the `default`
     index of `make demo`), over 240 generated perspectives and the hand-made evidence; PLAID's
     kernels are compiled once into the checkout's cache when missing (about 2 minutes)."""
-    from perspect.core.index.config import IndexConfig
-    from perspect.indexer.indexer import Indexer, Source
-
     for name in ("pair", "dense", "colbert"):
         if not (ROOT / "models" / name / "bundle.json").is_file():
             pytest.skip(f"the shipped bundle has no models/{name}")
-    d = tmp_path_factory.mktemp("plaid-index")
+    # built once for the whole run: under pytest-xdist the workers share their base folder's
+    # parent, and the first to take the lock builds it (read-only to every test: they copy it)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    d = shared / "plaid-index"
+    with open(shared / "plaid-index.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (d / "home" / "plaid" / "CURRENT").is_file():
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir()
+            _build_plaid_index(d)
+    return d / "home"
+
+
+def _build_plaid_index(d: Path) -> None:
+    from perspect.core.index.config import IndexConfig
+    from perspect.indexer.indexer import Indexer, Source
+
     persp = [
         {"pId": 100 + i, "text": f"{s} {a} {p}."}
         for i, (s, p, a) in enumerate(
@@ -375,4 +391,3 @@ def plaid_index(tmp_path_factory):
             Source("evidence", write_json(d / "e.json", EVIDENCE)),
         ]
     )
-    return d / "home"
