@@ -38,21 +38,15 @@ from perspect.reranker.stance_trunk import StanceTrunk
 class Serving:
     """How models are served: `onnx` their exported graphs on ONNX Runtime (else PyTorch), `int8`
     the int8 copies (ONNX Runtime's per channel; PyTorch's dynamic int8 on PyTorch), and the
-    equivalence cross-encoder's and the stance trunk's own int8 choices (None: as `int8`)."""
+    equivalence cross-encoder's own int8 choice (None: as `int8`)."""
 
     onnx: bool = True
     int8: bool = False
     int8_equivalence: bool | None = None
-    int8_trunk: bool | None = None
 
     @property
     def equivalence_int8(self) -> bool:
         return self.int8 if self.int8_equivalence is None else self.int8_equivalence
-
-    @property
-    def trunk_int8(self) -> bool:
-        """PyTorch's int8 is never applied to the trunk: only its ONNX graph's int8 copy."""
-        return self.onnx and (self.int8 if self.int8_trunk is None else self.int8_trunk)
 
 
 TORCH = Serving(onnx=False)
@@ -129,7 +123,7 @@ def _equivalence(pair: PairModel | None, entry: Path | None, serving: Serving):
 def _trunk(pair: PairModel | None, entry: Path | None, serving: Serving):
     """The stance trunk the pair model names (checked to be the one its decisions read); without
     a pair model, `entry` or the one the bundle's pair model names (an index's stored states)."""
-    int8 = serving.trunk_int8
+    int8 = serving.int8 and serving.onnx  # PyTorch's int8 is not applied to the trunk
     if pair is not None:
         return stance_trunk.load_for(pair.manifest, pair.origin, serving=serving.onnx, int8=int8)
     folder = entry or stance_trunk.bundled()
@@ -222,8 +216,7 @@ def prepare(root: Path) -> list[Prepared]:
     def served_both(p: Path) -> bool:
         """The fp32 graph and its int8 copy: the default engine scores a search's pairs past
         its first ones with the copy (EngineConfig.equivalence_fp32_pairs)."""
-        open_served(p, int8=True)
-        return served(p) and served_class(p).graph(p, True) is not None
+        return served(p) and open_served(p, int8=True).serves(True)
 
     step("pair", root / "pair", served)
     step("equivalence", root / "equivalence", served_both)

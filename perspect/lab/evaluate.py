@@ -73,18 +73,27 @@ def evaluate_perspectrum(
         ret_name = searcher.default_retriever
         retrieval = f"{ret_name} ({'+'.join(searcher.retrievers)}) top-{k_persp}"
         with reporter.stage(f"running the pipeline on {split}", total=len(claims)) as adv:
-            pred = pe.predict(engine, claims, perspectives, k_persp, tasks, progress=adv)
+            pred = pe.predict(
+                engine,
+                claims,
+                perspectives,
+                k_persp,
+                tasks,
+                progress=adv,
+                int8_tail=equivalence_max_pairs is None,
+            )
         searcher.close()
     decisions = engine.decisions
     scores = pe.score(pred, decisions, equivalence_max_pairs)
     # every pair scored (the model's own quality) unless a budget was asked for; the default
     # engine's budget beside it
     default = EngineConfig()
-    default_budget, fp32 = default.equivalence_ce_max_pairs, default.equivalence_fp32_pairs
+    default_budget = default.equivalence_ce_max_pairs
+    fp32 = default.equivalence_fp32_pairs if pred.t3_cheap else None
     at_default = (
         pe.as_json(
-            pe.t3_budgeted(pred, decisions, default_budget, fp32 if pred.t3_cheap else None),
-            {"pairs": default_budget, "fp32_pairs": fp32 if pred.t3_cheap else None},
+            pe.t3_budgeted(pred, decisions, default_budget, fp32),
+            {"pairs": default_budget, "fp32_pairs": fp32},
         )
         if equivalence_max_pairs is None and (default_budget is not None or pred.t3_cheap)
         else None

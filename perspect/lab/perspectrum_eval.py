@@ -54,9 +54,12 @@ def predict(
     k_persp: int | None = None,
     tasks: Sequence[str] = ("relevance", "stance", "equivalence", "evidence"),
     progress: Callable[[int], None] | None = None,
+    int8_tail: bool = False,
 ) -> Predictions:
     """Run the engine's stages over `claims` (T1 on its candidates; T2-T4 on the gold
-    perspectives, as the paper defines them); `progress(1)` after each claim."""
+    perspectives, as the paper defines them); `progress(1)` after each claim. `int8_tail`:
+    also the int8 copy's score of every gold pair (`Predictions.t3_cheap`), for T3 as the
+    default engine scores it (`t3_budgeted`); fitting never reads them."""
     pred = Predictions()
     model = engine.model
     cosine = engine.dense is not None
@@ -100,12 +103,10 @@ def predict(
                 name, got = model_scores(engine, c.text, pids, perspectives, pp)
                 for f, x in zip(feats, got if name else (), strict=False):
                     f[name] = float(x)
-                if name == "ce" and engine.clusters.overflow is not None:
-                    cheap = engine.clusters.overflow[1]
+                if int8_tail and name == "ce" and engine.clusters.overflow is not None:
                     texts = [perspectives[p] for p in pids]
-                    pred.t3_cheap.extend(
-                        cheap.predict(c.text, [(texts[a], texts[b]) for a, b in pp])
-                    )
+                    pairs = [(texts[a], texts[b]) for a, b in pp]
+                    pred.t3_cheap.extend(engine.clusters.overflow[1].predict(c.text, pairs))
             elif pp:
                 probs = model.predict(
                     [

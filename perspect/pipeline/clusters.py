@@ -190,21 +190,20 @@ class Clusters:
                 )
             return self.relation.session(ids, texts)
         st, cut = self.decisions.stack("equivalence"), self.cluster_cut()
-        left = [self.overflow[0] if self.overflow else len(texts) ** 2]
+        fp32, rest = self.overflow or (len(texts) ** 2, self.equivalence_ce)
+        left = [fp32]
 
         def ce(i, j, sub):
             pairs = [(texts[a], texts[b]) for a, b in zip(i, j, strict=True)]
             n = min(len(pairs), left[0])  # the first pairs asked (the highest bounds) by the model
             left[0] -= n
-            if n == len(pairs):
-                return both_orders(self.equivalence_ce, query.text, pairs, st, sub, cut)
-            rest = {k: v[n:] for k, v in sub.items()}
-            cheap = both_orders(self.overflow[1], query.text, pairs[n:], st, rest, cut)
-            if not n:
-                return cheap
-            head = {k: v[:n] for k, v in sub.items()}
-            main = both_orders(self.equivalence_ce, query.text, pairs[:n], st, head, cut)
-            return np.concatenate([main, cheap])
+            parts = ((self.equivalence_ce, slice(0, n)), (rest, slice(n, None)))
+            return np.concatenate(
+                [
+                    both_orders(m, query.text, pairs[s], st, {k: v[s] for k, v in sub.items()}, cut)
+                    for m, s in parts
+                ]
+            )
 
         return ce
 

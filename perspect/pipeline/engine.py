@@ -74,8 +74,6 @@ class EngineConfig:
     # the equivalence cross-encoder's own choice (None: as `quantize`): its int8 scores correlate
     # .70 with fp32 (160 pairs) and cost T3 over clusters 1.5, where the pair model's cost nothing
     quantize_equivalence: bool | None = None
-    # the stance trunk's own choice (None: as `quantize`)
-    quantize_trunk: bool | None = None
     # The models' runtime. "onnx": every model of the query path is served from its exported
     # graph by ONNX Runtime with a `tokenizers` tokenizer, so a new process imports neither
     # transformers nor (but for PLAID) torch: a cold search 3.6 s instead of 10 (bench/RESULTS.md,
@@ -126,7 +124,6 @@ class EngineConfig:
             onnx=self.runtime == "onnx",
             int8=self.quantize,
             int8_equivalence=self.quantize_equivalence,
-            int8_trunk=self.quantize_trunk,
         )
 
 
@@ -248,7 +245,7 @@ class Engine:
         """(budget, the cross-encoder's int8 graph) where `equivalence_fp32_pairs` asks for it
         and the served cross-encoder is a float32 graph (EngineConfig.equivalence_fp32_pairs)."""
         n = self.config.equivalence_fp32_pairs
-        if n is None or ce is None or ce.manifest.get("quantized") or not ce.serves(False):
+        if n is None or ce is None or not ce.serves(False):
             return None
         cheap = ce.for_inference(int8=True)
         return (n, cheap) if cheap is not ce and cheap.serves(True) else None
