@@ -11,6 +11,12 @@ Decisions saved beside the weights (fitted on held-out train topics, never on de
 threshold per relation for annotated-style pairs (`pairs`: the paper's Table 2 setting) and one for
 document-like streams where most pairs are unrelated (`doc`: news, article comparison).
 Trained by perspect.lab.claimdiff (`perspect train --task claimdiff`).
+
+The joint reader (issue 41): a comparator trained with an inference head (`inference`: entailment /
+neutral / contradiction of A -> B) reads both texts together through all six layers, where the
+relation model's mpnet trunk reads them apart until its top three. Measured on held-out inference
+pairs, the joint MiniLM infers better than the decomposed mpnet (bench/RESULTS.md, "The joint
+reader"); the judgments that do not wait on a query (`perspect compare`'s aligned sentences) read it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import numpy as np
 
 from perspect.core import paths
 from perspect.core.datasets.claimdiff import RELATIONS
+from perspect.core.errors import ModelError
 from perspect.core.model import bundle, onnxrt
 from perspect.core.model.tokens import TextTokenizer
 from perspect.reranker.served import ServedModel
@@ -81,8 +88,10 @@ class Comparator(ServedModel):
         self._onnx = None
 
     @classmethod
-    def from_base(cls, base: str | None = None, rank: int = 16, alpha: float = 32.0) -> Comparator:
-        from perspect.reranker.comparator_net import ComparatorNet, with_adapters
+    def from_base(
+        cls, base: str | None = None, rank: int = 16, alpha: float = 32.0, nli: bool = False
+    ) -> Comparator:
+        from perspect.reranker.comparator_net import NLI_LABELS, ComparatorNet, with_adapters
         from perspect.reranker.pair_net import load_encoder
 
         tok, enc = load_encoder(paths.resolve_base(base))
@@ -98,7 +107,9 @@ class Comparator(ServedModel):
             "thresholds": {"pairs": {"strengthen": 0.5, "weaken": 0.5}},
             "rationale_threshold": 0.5,
         }
-        return cls(tok, ComparatorNet(enc), manifest)
+        if nli:
+            manifest["nli_labels"] = list(NLI_LABELS)
+        return cls(tok, ComparatorNet(enc, nli=nli), manifest)
 
     @classmethod
     def load(cls, folder: str | Path) -> Comparator:
@@ -110,12 +121,13 @@ class Comparator(ServedModel):
         origin = Path(folder)
         folder, manifest = cls.read(origin)
         tok, enc = load_encoder(str(folder / "encoder"))
-        net = ComparatorNet(load_adapters(enc, folder / ADAPTER))
         heads = load_file(str(folder / HEADS))
-        net.relation.load_state_dict({k[9:]: v for k, v in heads.items() if k[:9] == "relation."})
-        net.rationale.load_state_dict(
-            {k[10:]: v for k, v in heads.items() if k[:10] == "rationale."}
-        )
+        net = ComparatorNet(load_adapters(enc, folder / ADAPTER), nli="nli.weight" in heads)
+        for name in net.heads():
+            n = len(name) + 1
+            getattr(net, name).load_state_dict(
+                {k[n:]: v for k, v in heads.items() if k[:n] == f"{name}."}
+            )
         net.merge_adapters()  # inference only: a loaded comparator is not trained further
         net.eval()
         return cls(tok, net, manifest, origin)
@@ -152,7 +164,7 @@ class Comparator(ServedModel):
                 {n: ex[n] for n in ONNX_INPUTS},
                 path,
                 {0: "batch", 1: "length"},
-                ("relation", "rationale"),
+                self.net.heads(),
             )
 
         sess = self.make_graph(make, int8)
@@ -211,22 +223,45 @@ class Comparator(ServedModel):
             return_offsets_mapping=offsets,
         )
 
+    @property
+    def reads_inference(self) -> bool:
+        """Trained with the inference head (the joint reader)."""
+        return bool(self.manifest.get("nli_labels"))
+
     def _forward(self, pairs: Sequence[tuple[str, str]]):
-        """Relation logits (n, 3), rationale logits (n, length), and per row the offsets and
-        sequence ids of its tokens."""
+        """Relation logits (n, 3), rationale logits (n, length), inference logits (n, 3) or None,
+        and per row the offsets and sequence ids of its tokens."""
         if self._onnx is not None:
             a, b = zip(*pairs, strict=True)
             feats, encs = self.tokenizer.encode(a, b, self.manifest["max_length"])
-            rel, tag = onnxrt.run_all(self._onnx, feats, ONNX_INPUTS)
-            return rel, tag, [e.offsets for e in encs], [e.sequence_ids for e in encs]
+            rel, tag, *nli = onnxrt.run_all(self._onnx, feats, ONNX_INPUTS)
+            offs = [e.offsets for e in encs]
+            return rel, tag, (nli[0] if nli else None), offs, [e.sequence_ids for e in encs]
         import torch
 
         enc = self.encode(pairs, offsets=True)
         offs = enc.pop("offset_mapping").tolist()
         with torch.inference_mode():
-            rel, tag = self.net(enc)
+            rel, tag, *nli = self.net(enc)
         seqs = [enc.sequence_ids(r) for r in range(len(pairs))]
-        return rel.float().numpy(), tag.float().numpy(), offs, seqs
+        inf = nli[0].float().numpy() if nli else None
+        return rel.float().numpy(), tag.float().numpy(), inf, offs, seqs
+
+    def inference(self, pairs: Sequence[tuple[str, str]], batch_size: int = 64) -> np.ndarray:
+        """(n, 3) P(entailment, neutral, contradiction) of each (premise, hypothesis) pair, read
+        jointly; refused in one line by a comparator trained without the inference head."""
+        if not self.reads_inference:
+            raise ModelError(
+                "this comparator has no inference head", hint="perspect train --task claimdiff"
+            )
+        out = np.zeros((len(pairs), 3), dtype=np.float32)
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        for s in range(0, len(order), batch_size):
+            idx = order[s : s + batch_size]
+            nli = self._forward([pairs[i] for i in idx])[2]
+            nli = np.exp(nli - nli.max(-1, keepdims=True))
+            out[idx] = nli / nli.sum(-1, keepdims=True)
+        return out
 
     def scores(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, rationale: bool = True
@@ -240,7 +275,7 @@ class Comparator(ServedModel):
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         for s in range(0, len(order), batch_size):
             idx = order[s : s + batch_size]
-            rel, tag, offs, seqs = self._forward([pairs[i] for i in idx])
+            rel, tag, _, offs, seqs = self._forward([pairs[i] for i in idx])
             rel = rel - rel.max(-1, keepdims=True)
             e = np.exp(rel)
             probs[idx] = e / e.sum(-1, keepdims=True)

@@ -16,6 +16,7 @@ from perspect.core.errors import ModelError
 # feed-forward pair), not the pooler: peft matches the whole module name against it
 ADAPTER_TARGETS = r".*\.layer\.\d+\..*(query|key|value|dense)"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"  # peft's names in an adapter folder
+NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 
 def lora_config(rank: int, alpha: float):
@@ -72,18 +73,27 @@ def save_adapters(encoder: nn.Module, folder: Path, base: str) -> None:
 
 
 class ComparatorNet(nn.Module):
-    def __init__(self, encoder: nn.Module):
+    """`nli`: a third head, three-way inference (entailment / neutral / contradiction) on the same
+    pooled states: the joint reader of issue 41, where both texts meet from the first layer."""
+
+    def __init__(self, encoder: nn.Module, nli: bool = False):
         super().__init__()
         self.encoder = encoder
         hidden = encoder.config.hidden_size
         self.relation = nn.Linear(hidden, len(RELATIONS))
         self.rationale = nn.Linear(hidden, 1)
+        self.nli = nn.Linear(hidden, len(NLI_LABELS)) if nli else None
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def heads(self) -> tuple[str, ...]:
+        return ("relation", "rationale") + (("nli",) if self.nli is not None else ())
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """(relation logits, rationale logits per token[, inference logits])."""
         states = self.encoder(**batch).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
         pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        return self.relation(pooled), self.rationale(states).squeeze(-1)
+        out = (self.relation(pooled), self.rationale(states).squeeze(-1))
+        return (*out, self.nli(pooled)) if self.nli is not None else out
 
     def merge_adapters(self) -> int:
         """Fold each adapter into its layer (W + alpha / r * B @ A) for inference: the same outputs
@@ -100,13 +110,13 @@ class ComparatorNet(nn.Module):
     def heads_state(self) -> dict[str, torch.Tensor]:
         return {
             f"{name}.{k}": v.detach().contiguous()
-            for name in ("relation", "rationale")
+            for name in self.heads()
             for k, v in getattr(self, name).state_dict().items()
         }
 
 
 class Exported(nn.Module):
-    """Positional inputs for the exporter; both heads' logits out."""
+    """Positional inputs for the exporter; every head's logits out."""
 
     def __init__(self, net: ComparatorNet):
         super().__init__()

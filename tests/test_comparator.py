@@ -321,3 +321,81 @@ def test_fetch_claimdiff_writes_a_news_pool_of_its_articles(tiny_claimdiff, tmp_
     assert report.items and all(i.metadata["title"] in titles for i in report.items)
     sentences = {i.text for i in report.items}
     assert "The raise lifted pay for two million workers." in sentences
+
+
+def write_inference(folder: Path, n: int = 80) -> Path:
+    """The four inference files with `n` made-up pairs each (every premise its own: about a
+    tenth are held out by premise, as the real split)."""
+    from perspect.lab.train.relation_data import NLI_FILES
+
+    folder.mkdir(parents=True, exist_ok=True)
+    labels = ("entailment", "neutral", "contradiction")
+    for name in NLI_FILES:
+        with (folder / f"{name}.jsonl").open("w") as f:
+            for i in range(n):
+                lab = labels[i % 3]
+                hyp = {"entailment": "A man is outside.", "neutral": "A man is at work.",
+                       "contradiction": "Nobody is outside."}[lab]  # fmt: skip
+                row = {"premise": f"A man walks his dog {i} in the {name} park.",
+                       "hypothesis": hyp, "label": lab}  # fmt: skip
+                f.write(json.dumps(row) + "\n")
+    return folder
+
+
+def test_the_joint_reader_trains_an_inference_head_with_fitted_cuts(
+    tiny_claimdiff, tiny_base, tmp_path
+):
+    """A profile with `inference` trains the inference head beside ClaimDiff, fits the compare
+    cuts on held-out pairs and reports the others; the saved entry reads inference on PyTorch
+    and on its exported graph alike, and compare reads its cuts."""
+    from perspect.pipeline.compare import CompareConfig, relation_cuts
+
+    nli = write_inference(tmp_path / "inference")
+    out = tmp_path / "reader"
+    prof = lab.resolve_profile("quick", inference=True, inference_epochs=1.0, max_pairs=None)
+    m = lab.train_comparator(
+        tiny_claimdiff, out, base=tiny_base, profile=prof, log=lambda s: None, inference=nli
+    )
+    assert m["nli_labels"] == ["entailment", "neutral", "contradiction"]
+    held = m["dev_metrics"]["nli_held"]
+    assert held["n"] > 0 and 0 <= held["accuracy"] <= 100
+    cuts = m["decisions"]["compare"]
+    assert {"entail_at", "contradict_at"} <= set(cuts)
+    assert any(d["file"] == "inference/snli.jsonl" for d in m["data"])
+    loaded = Comparator.load(out)
+    assert loaded.reads_inference
+    pairs = [("A man walks his dog in the park.", "Nobody is outside.")] * 3
+    p = loaded.inference(pairs)
+    assert p.shape == (3, 3) and np.allclose(p.sum(1), 1, atol=1e-5)
+    served = loaded.for_inference()
+    assert served.net is None  # on ONNX Runtime: the graph carries the third head
+    assert np.allclose(served.inference(pairs), p, atol=1e-4)
+    assert relation_cuts(served, CompareConfig()) == (cuts["contradict_at"], cuts["entail_at"])
+
+
+def test_a_comparator_without_the_inference_head_refuses_inference(tiny_base):
+    from perspect.core.errors import ModelError
+
+    model = Comparator.from_base(tiny_base, rank=2)
+    assert not model.reads_inference
+    with pytest.raises(ModelError, match="no inference head"):
+        model.inference([("a", "b")])
+
+
+def test_paraphrase_rows_front_a_closing_phrase_and_keep_proper_names():
+    import random
+
+    from perspect.lab.train.relation_data import front_phrase, paraphrase_rows
+
+    assert (
+        front_phrase("The council voted on the parking rules on Monday.")
+        == "On Monday, the council voted on the parking rules."
+    )
+    assert front_phrase("Hong Kong's market is busy near the station.") == (
+        "Near the station, Hong Kong's market is busy."
+    )
+    assert front_phrase("Nobody came.") is None
+    rows = [("nli", f"A man sits on bench {i} in the park.", "x", 1, "snli") for i in range(9)]
+    got = paraphrase_rows(rows, random.Random(0), 6)
+    assert len(got) == 6 and all(r[3] == 0 and r[4] == "paraphrase" for r in got)
+    assert any(r[2].startswith("In the park, a man sits") for r in got)

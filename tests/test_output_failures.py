@@ -80,6 +80,16 @@ def test_head_1_gets_the_first_line_and_a_conventional_code(built):
         ("Dr. Smith said pets feel pain.", "Dr. Smith said pets do not feel pain.", False),
         ("Nuclear plants are safe.", "Nuclear plants are never safe.", False),
         ("Nuclear plants are safe.", "Wind farms are cheap.", False),
+        # one phrase moved: the same claim; a subject and object swapped, or "not" moved: not
+        (
+            "The council voted on the new parking rules on Monday.",
+            "On Monday the council voted on the parking rules.",
+            True,
+        ),
+        ("Yesterday the mayor resigned.", "The mayor resigned yesterday.", True),
+        ("Dogs chase cats.", "Cats chase dogs.", False),
+        ("He did not say he would go.", "He did say he would not go.", False),
+        ("The plan passed by seven votes to two.", "The plan passed by two votes to seven.", False),
     ],
 )
 def test_same_claim_is_a_rule(a, b, same):

@@ -133,7 +133,7 @@ def register(sub) -> None:
         default=None,
         help="base encoder: folder or hub id (default: packaged all-MiniLM-L6-v2)",
     )
-    t.add_argument("--profile", default="full", choices=["quick", "full", "continue"])
+    t.add_argument("--profile", default="full", choices=["quick", "full", "continue", "claimdiff"])
     t.add_argument(
         "--train-layers",
         metavar="N|all",

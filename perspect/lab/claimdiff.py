@@ -11,6 +11,7 @@ mixed with unrelated pairs for "doc"), never from the split that is reported.
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -23,7 +24,15 @@ import numpy as np
 from perspect.core.datasets import claimdiff as cd
 from perspect.core.datasets.metrics import PRF, binary_prf
 from perspect.core.errors import PerspectError
+from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
+from perspect.lab.relation_fit import PRECISION, held_split, precision_cut
+from perspect.lab.train.relation_data import (
+    NLI_FILES,
+    inference_rows,
+    numeric_swaps,
+    paraphrase_rows,
+)
 
 TASKS = {"S": "strengthen", "W": "weaken"}
 
@@ -158,6 +167,68 @@ def fit_decisions(tune: Scored, tune_doc: Scored) -> dict[str, Any]:
     return {"thresholds": th, "rationale_threshold": cut}
 
 
+# -- the joint reader's inference head --------------------------------------------------------------
+INFERENCE_SEED = 29  # the relation model's held-out split: both report on the same 3,000 pairs
+INFERENCE_REPORT = 3000
+NUMERIC_SWAPS = 1500
+PARAPHRASES = 3000
+
+
+def _inference_rows(folder: Path | None, prof: CmpProfile) -> dict[str, Any] | None:
+    """Training rows (held-in pairs and numeric swaps), the reported held-out rows and the rows
+    the cuts are fitted on; None where the folder lacks the pairs."""
+    if folder is None or not all((folder / f"{n}.jsonl").is_file() for n in NLI_FILES):
+        return None
+    train, _ = inference_rows(folder)
+    rng = random.Random(prof.seed)
+    train += numeric_swaps(train, rng, NUMERIC_SWAPS) + paraphrase_rows(train, rng, PARAPHRASES)
+    _, held = inference_rows(folder)  # a small folder: three quarters of them reported
+    report, tune = held_split(folder, INFERENCE_SEED, min(INFERENCE_REPORT, len(held) * 3 // 4))
+    cap = prof.max_pairs
+    return {
+        "train": train[:cap] if cap else train,
+        "report": report[:cap] if cap else report,
+        "tune": tune[:cap] if cap else tune,
+        "fingerprints": [
+            {"file": f"inference/{n}.jsonl", "sha256": bundle.sha256_file(folder / f"{n}.jsonl")}
+            for n in NLI_FILES
+        ],
+    }
+
+
+def held_accuracy(probs: np.ndarray, rows) -> dict[str, Any]:
+    """Accuracy of the argmax over held-out rows, in all and per source file."""
+    pred = probs.argmax(1)
+    y = np.array([r[3] for r in rows])
+    src = np.array([r[4] for r in rows])
+    return {
+        "accuracy": round(100 * float((pred == y).mean()), 2),
+        "n": len(rows),
+        "by_source": {
+            s: round(100 * float((pred[src == s] == y[src == s]).mean()), 2)
+            for s in sorted(set(src.tolist()))
+        },
+    }
+
+
+def fit_inference(model, report, tune) -> dict[str, Any]:
+    """The compare cuts (P(entail), P(contradict) at 80 % precision on the tune rows) and the
+    accuracy on the reported rows (`perspect.lab.relation_fit`'s split and rule)."""
+    p = model.inference([(r[1], r[2]) for r in tune])
+    y = np.array([r[3] for r in tune])
+    e = precision_cut(y == 0, p[:, 0], PRECISION)
+    c = precision_cut(y == 2, p[:, 2], PRECISION)
+    compare = {
+        "entail_at": e["cut"],
+        "contradict_at": c["cut"],
+        "fitted_on": f"{len(tune)} held-out inference pairs (not reported)",
+        "entail": e,
+        "contradict": c,
+    }
+    held = held_accuracy(model.inference([(r[1], r[2]) for r in report]), report)
+    return {"decisions": {"compare": compare}, "held": held}
+
+
 # -- training ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CmpProfile:
@@ -173,6 +244,10 @@ class CmpProfile:
     batch_size: int = 16
     seed: int = 13
     extra: dict[str, Any] = field(default_factory=dict)
+    # the joint reader (issue 41): the inference head trained beside ClaimDiff on the held-in
+    # inference pairs for `inference_epochs`, ClaimDiff's rows repeated to keep their `epochs`
+    inference: bool = False
+    inference_epochs: float = 2.0
 
 
 PROFILES = {
@@ -185,7 +260,22 @@ PROFILES = {
         unrelated_ratio=0.25,
         batch_size=8,
     ),
-    "full": CmpProfile("full"),
+    # rank 32, lr 5e-4, batches of 32: the study's recipe (bench/STUDIES.md, "The joint reader"),
+    # 2 epochs of 54k inference pairs, about 35 min here; ClaimDiff for 8 epochs, as many steps
+    # as the ClaimDiff-only profile's 4 epochs of batches of 16 (4 epochs here: weaken's AUROC
+    # fell from .66 to .60)
+    "full": CmpProfile(
+        "full",
+        rank=32,
+        alpha=64.0,
+        lr=5e-4,
+        epochs=8.0,
+        max_minutes=60.0,
+        batch_size=32,
+        inference=True,
+    ),
+    # the comparator before the joint reader: ClaimDiff alone (rank 16, 7.5 min)
+    "claimdiff": CmpProfile("claimdiff"),
 }
 
 
@@ -202,10 +292,12 @@ def train_comparator(
     profile: str | CmpProfile = "full",
     reporter: Reporter | None = None,
     log: Callable[[str], None] = print,
+    inference: Path | None = None,
 ) -> dict[str, Any]:
     """`perspect train --task claimdiff`: train on the fit topics, fit the decisions on the tune
     topics, measure dev (annotated and document-like), save the bundle entry; returns its
-    manifest."""
+    manifest. `inference`: the folder of the inference pairs a profile with `inference` trains
+    its inference head on (the profile trains ClaimDiff alone where it has none)."""
     import torch
 
     from perspect.lab.train import comparator as ct
@@ -219,8 +311,9 @@ def train_comparator(
     fit = cd.load_pairs(data_dir, "fit")[: prof.max_pairs]
     tune = cd.load_pairs(data_dir, "tune")[: prof.max_pairs]
     dev = cd.load_pairs(data_dir, "dev")[: prof.max_pairs]
-    model = Comparator.from_base(base, prof.rank, prof.alpha)
-    data = cd.data_fingerprints(data_dir)
+    nli = _inference_rows(inference, prof) if prof.inference else None
+    model = Comparator.from_base(base, prof.rank, prof.alpha, nli=nli is not None)
+    data = cd.data_fingerprints(data_dir) + (nli["fingerprints"] if nli else [])
     phases = []
     unrelated = cd.unrelated_pairs(fit, int(prof.unrelated_ratio * len(fit)), prof.seed)
     examples = ct.claimdiff_examples(fit + unrelated)
@@ -228,9 +321,15 @@ def train_comparator(
         f"claimdiff training pairs: {len(examples)} "
         f"({dict(Counter(cd.RELATIONS[e.label] for e in examples))})"
     )
+    epochs = prof.epochs
+    if nli is not None:  # ClaimDiff's rows as many times as keeps their epochs
+        epochs = prof.inference_epochs
+        examples = examples * max(1, round(prof.epochs / epochs))
+        examples += ct.inference_examples(nli["train"])
+        log(f"inference training pairs: {len(nli['train'])}")
     phase = ct.Phase(
-        "claimdiff",
-        prof.epochs,
+        "claimdiff" if nli is None else "claimdiff + inference",
+        epochs,
         prof.lr,
         prof.max_minutes,
         prof.rationale_weight,
@@ -249,6 +348,10 @@ def train_comparator(
         adv(1)
         dev_doc = score(model, cd.mixed(dev, prof.seed), rationale=False)
         adv(1)
+    if nli is not None and nli["tune"] and nli["report"]:
+        with reporter.stage("fitting the inference cuts, measuring held-out pairs"):
+            got = fit_inference(model, nli["report"], nli["tune"])
+        model.manifest["decisions"] = got["decisions"]
     th = decisions["thresholds"]
     metrics = {
         "dev": evaluate(dev_s, th["pairs"], cut, "dev").to_json(),
@@ -256,6 +359,8 @@ def train_comparator(
         "tune": evaluate(tune_s, th["pairs"], cut, "tune").to_json(),
         "measured_with": "perspect train --task claimdiff (thresholds fitted on the tune topics)",
     }
+    if "decisions" in model.manifest:
+        metrics["nli_held"] = got["held"]
     model.manifest.update(
         {
             "profile": asdict(prof),

@@ -48,7 +48,7 @@ def steps(
     """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
     every decision on an index of the bundle's own retrievers. The ClaimDiff comparator trains
-    on its own data, last."""
+    on its own data and the inference pairs (the joint reader), last."""
     out = [
         Step("dense", "dense", "dense"),
         Step("pair", "all", "pair", reads=("dense",)),
@@ -88,8 +88,8 @@ def steps(
     # (rev 3: the side is the stance decision's, past a fitted margin; the cut for arguments at
     # 80 % on tune)
     out.append(Step("mining", "mining", "pair", reads=reads, rev=3))
-    if comparator:
-        out.append(Step("comparator", "claimdiff", "comparator"))
+    if comparator:  # rev 1: the joint reader (an inference head beside ClaimDiff, issue 41)
+        out.append(Step("comparator", "claimdiff", "comparator", rev=1))
     return tuple(out)
 
 
@@ -230,6 +230,7 @@ def make(
                 )
                 out.append(Outcome(step.name, False, ""))
                 continue
+            sha = [*sha, *(other.inference_fingerprints() or [])]  # the joint reader's pairs
         if step.task == "stance-trunk":
             vc = other.vitaminc_fingerprint()
             if vc is None:
@@ -292,6 +293,7 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             profile=step.profile,
             reporter=reporter,
             log=log,
+            inference=other.inference,
         )
         return
     if step.task in ("dense", "equivalence-ce", "colbert"):

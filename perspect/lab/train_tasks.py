@@ -17,6 +17,7 @@ from typing import Any
 from perspect.core import paths
 from perspect.core.errors import PerspectError
 from perspect.core.progress import NullReporter, Reporter
+from perspect.lab.recipe import OtherData
 from perspect.reranker.model import TASKS
 
 ENCODERS = {  # --task -> (trainer in perspect.lab.fitting, default output folder, what it trains)
@@ -112,11 +113,14 @@ def _train_comparator(data, out, base, profile, max_minutes, reporter, log):
 
     if profile not in claimdiff.PROFILES:
         raise PerspectError(
-            f"the comparator has no {profile!r} profile", hint="--profile quick or full"
+            f"the comparator has no {profile!r} profile", hint="--profile quick, full or claimdiff"
         )
     prof = claimdiff.resolve_profile(profile, max_minutes=max_minutes)
     out = Path(out or paths.comparator_model())
-    m = claimdiff.train_comparator(data, out, base=base, profile=prof, reporter=reporter, log=log)
+    m = claimdiff.train_comparator(
+        data, out, base=base, profile=prof, reporter=reporter, log=log,
+        inference=OtherData().inference,
+    )  # fmt: skip
     return TrainResult("claimdiff", out, "the ClaimDiff comparator", m)
 
 

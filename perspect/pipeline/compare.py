@@ -200,19 +200,49 @@ _FLIPS = {
 SAME_RATIO = 0.9  # word-sequence similarity (difflib) from which two sentences are one claim
 
 
+MOVED_MAX = 6  # words of a phrase moved within a sentence ("On Monday, the council ...")
+
+
 def same_claim(a: str, b: str) -> bool:
     """Two sentences that say the same thing in the same words (case, punctuation and spacing
-    aside, or a few words changed none of which flips the claim): agreement by rule. Why a rule:
-    the comparator once called a sentence a weakening of its identical copy (p .89)."""
+    aside, a few words changed none of which flips the claim, or one phrase without such a word
+    moved): agreement by rule. Why a rule: the comparator once called a sentence a weakening of
+    its identical copy (p .89), and the joint reader "On Monday the council voted on the parking
+    rules" a contradiction of "The council voted on the parking rules on Monday" (p .90)."""
     wa, wb = _WORD.findall(a.casefold()), _WORD.findall(b.casefold())
     if wa == wb:
         return bool(wa)
     if not wa or not wb:
         return False
+    return _near_copy(wa, wb) or _moved_phrase(wa, wb)
+
+
+def _near_copy(wa: list[str], wb: list[str]) -> bool:
     m = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
     changed = {w for tag, i1, i2, j1, j2 in m.get_opcodes() if tag != "equal"
                for w in wa[i1:i2] + wb[j1:j2]}  # fmt: skip
     return m.ratio() >= SAME_RATIO and not changed & _FLIPS
+
+
+def _moved_phrase(wa: list[str], wb: list[str]) -> bool:
+    """B is A with one phrase (a run of words in both, no claim-flipping word in it) moved, up to
+    a near copy. A moved subject or object is not such a phrase: "dogs chase cats" against "cats
+    chase dogs" leaves "chase cats" against "cats chase" once "dogs" is taken out of both. Not
+    for sentences with a claim-flipping word anywhere: moving a phrase moves what "not" negates
+    ("he did not say he would go" / "he did say he would not go")."""
+    if (set(wa) | set(wb)) & _FLIPS:
+        return False
+    for n in range(min(MOVED_MAX, len(wa), len(wb)), 0, -1):
+        in_a = {tuple(wa[i : i + n]): i for i in range(len(wa) - n + 1)}
+        for j in range(len(wb) - n + 1):
+            phrase = tuple(wb[j : j + n])
+            i = in_a.get(phrase)
+            if i is None or set(phrase) & _FLIPS:
+                continue
+            ra, rb = wa[:i] + wa[i + n :], wb[:j] + wb[j + n :]
+            if ra and rb and (i, j) != (len(wa) - n, len(wb) - n) and _near_copy(ra, rb):
+                return i != j or ra != rb
+    return False
 
 
 def opposed(stance, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
@@ -231,12 +261,17 @@ def opposed(stance, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
     return out
 
 
-def inference(relation, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
+def inference(reader, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
     """P(entail, neutral, contradict) of each (i, j) pair read jointly, averaged over both orders
-    (each sentence in turn the premise): a dispute has no direction."""
+    (each sentence in turn the premise): a dispute has no direction. `reader`: the joint reader
+    (a comparator with an inference head: both texts meet in every layer), else the relation
+    model's joint form."""
     left = [a[i] for i, _ in pairs]
     right = [b[j] for _, j in pairs]
-    return (relation.joint("nli", left, right) + relation.joint("nli", right, left)) / 2
+    if isinstance(reader, Comparator):
+        ab = list(zip(left, right, strict=True))
+        return (reader.inference(ab) + reader.inference([(y, x) for x, y in ab])) / 2
+    return (reader.joint("nli", left, right) + reader.joint("nli", right, left)) / 2
 
 
 def relation_cuts(relation, cfg: CompareConfig) -> tuple[float, float]:
@@ -260,14 +295,17 @@ def same_point(relation, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarra
     return (relation.pairs("equivalence", la, lb) + relation.pairs("equivalence", lb, la)) / 2
 
 
-def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig):
-    """Links of the candidate pairs by the relation model and the figures they state. Only each
-    sentence of A with the sentence of B closest to it: a pair of sentences about two different
-    facts is neither an agreement nor a dispute."""
-    contradict_at, entail_at = relation_cuts(relation, cfg)
+def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig, reader=None):
+    """Links of the candidate pairs by inference (`reader`'s, else the relation model's joint
+    form, each under its own fitted cuts), the relation model's same-point head and the figures
+    they state. Only each sentence of A with the sentence of B closest to it: a pair of
+    sentences about two different facts is neither an agreement nor a dispute."""
+    contradict_at, entail_at = relation_cuts(reader or relation, cfg)
     cand = [(i, j) for i, j in cand if j == int(np.argmax(sim[i]))]
-    p = inference(relation, a.sentences, b.sentences, cand) if cand else np.zeros((0, 3))
-    same = same_point(relation, a.sentences, b.sentences, cand) if cand else np.zeros(0)
+    p = inference(reader or relation, a.sentences, b.sentences, cand) if cand else np.zeros((0, 3))
+    same = np.zeros(len(cand))
+    if cand and relation is not None:
+        same = same_point(relation, a.sentences, b.sentences, cand)
     links = []
     for k, (i, j) in enumerate(cand):
         sa, sb = a.sentences[i], b.sentences[j]
@@ -291,7 +329,9 @@ def compare_articles(
     stance=None,
 ) -> Comparison:
     """`stance`: the stance trunk (perspect.reranker.stance_trunk), whose reading of two
-    sentences as opposed makes a dispute the comparator misses (None: the comparator alone)."""
+    sentences as opposed makes a dispute the comparator misses (None: the comparator alone).
+    With a joint reader (a comparator with an inference head) or a relation model (a trunk with
+    one), aligned sentences are judged by inference (`judged_links`)."""
     cfg = config or CompareConfig()
     t0 = time.perf_counter()
     va = encoder.encode(list(a.sentences))
@@ -305,8 +345,10 @@ def compare_articles(
     copies = [(i, j) for i, j in cand if same_claim(a.sentences[i], b.sentences[j])]
     cand = [c for c in cand if c not in set(copies)]
     links = [SentenceLink(i, j, "strengthens", 1.0, float(sim[i, j]), ()) for i, j in copies]
-    if stance is not None and "nli" in getattr(stance, "heads", {}):
-        links += judged_links(a, b, cand, sim, stance, cfg)
+    reader = comparator if comparator is not None and comparator.reads_inference else None
+    relation = stance if stance is not None and "nli" in getattr(stance, "heads", {}) else None
+    if reader is not None or relation is not None:
+        links += judged_links(a, b, cand, sim, relation, cfg, reader)
         return _finish(a, b, links, cand, copies, cfg, t0)
     pairs = [(a.sentences[i], b.sentences[j]) for i, j in cand]
     rel = comparator.compare(pairs, setting="doc") if pairs else []

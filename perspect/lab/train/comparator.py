@@ -6,6 +6,11 @@ stance pairs, was measured and did not help: bench/STUDIES.md.) Weaken is rare (
 relation loss weighs each class by the square root of its inverse frequency, and the decision
 thresholds are fitted afterwards on held-out topics (perspect.lab.claimdiff), which is where the
 imbalance is really settled. The rationale head learns from ClaimDiff's positive pairs only.
+
+With `inference` rows (the joint reader, issue 41), the same phase also trains the inference head
+on the held-in pairs of ../shared/data/inference (perspect.lab.train.relation_data: held out by
+premise, as the relation model's), one task per batch: the adapters learn to read two texts
+together for both questions.
 """
 
 from __future__ import annotations
@@ -31,6 +36,12 @@ class CmpExample:
     label: int  # index into RELATIONS
     spans: tuple[tuple[int, int], ...] = ()  # rationale character spans in `a`
     rationale: bool = False  # whether the token head learns from this example
+    task: str = "claimdiff"  # or "nli": `label` indexes comparator_net.NLI_LABELS
+
+
+def inference_examples(rows) -> list[CmpExample]:
+    """Inference rows ("nli", premise, hypothesis, label, source) as examples of the nli head."""
+    return [CmpExample(r[1], r[2], int(r[3]), task="nli") for r in rows]
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,8 @@ def claimdiff_examples(pairs: Sequence[ClaimPair]) -> list[CmpExample]:
 
 
 def class_weights(examples: Sequence[CmpExample]) -> torch.Tensor:
-    counts = np.bincount([e.label for e in examples], minlength=len(RELATIONS)).astype(float)
+    labels = [e.label for e in examples if e.task == "claimdiff"]
+    counts = np.bincount(labels, minlength=len(RELATIONS)).astype(float)
     counts = np.maximum(counts, 1.0)
     return torch.tensor(np.sqrt(counts.sum() / (len(RELATIONS) * counts)), dtype=torch.float32)
 
@@ -88,8 +100,15 @@ def train_phase(
     rng = random.Random(seed)
     n_epochs = max(1, int(np.ceil(phase.epochs)))
     batches = []
+    tasks = sorted({e.task for e in examples})
     for _ in range(n_epochs):
-        epoch = length_bucketed_batches(examples, phase.batch_size, rng)
+        epoch = [  # one task per batch: each head's loss over its own rows
+            b
+            for t in tasks
+            for b in length_bucketed_batches(
+                [e for e in examples if e.task == t], phase.batch_size, rng
+            )
+        ]
         rng.shuffle(epoch)  # buckets come out short to long: mix them
         batches += epoch
     batches = batches[: max(1, round(phase.epochs * len(examples) / phase.batch_size))]
@@ -113,9 +132,12 @@ def train_phase(
                 g["lr"] = phase.lr * max(0.0, scale)
             enc = model.encode([(e.a, e.b) for e in batch], offsets=True)
             offsets = enc.pop("offset_mapping")
-            rel, tag = net(enc)
+            rel, tag, *nli = net(enc)
             y = torch.tensor([e.label for e in batch])
-            loss = torch.nn.functional.cross_entropy(rel, y, weight=weights)
+            if batch[0].task == "nli":
+                loss = torch.nn.functional.cross_entropy(nli[0], y)
+            else:
+                loss = torch.nn.functional.cross_entropy(rel, y, weight=weights)
             if phase.rationale_weight and any(e.rationale for e in batch):
                 lab = token_labels(enc, offsets, batch)
                 keep = lab >= 0

@@ -60,6 +60,52 @@ def numeric_swaps(rows, rng: random.Random, n: int) -> list:
     return out
 
 
+# a closing time or place phrase of at most five words after the sentence's last such preposition
+_TRAILING = re.compile(
+    r"^(?P<main>[A-Z][^,;:]{12,})\s+(?P<tail>(?:on|in|at|during|after|before|since|near)"
+    r"(?:\s+[\w'-]+){1,4})\s*(?P<end>[.!?]?)$"
+)
+
+
+_LOWER_FIRST = {"The", "A", "An", "Some", "Several", "Many", "Most", "Two", "Three", "Four",
+                "People", "It", "There", "This", "They", "He", "She", "We"}  # fmt: skip
+
+
+def front_phrase(sentence: str) -> str | None:
+    """The sentence with its closing prepositional phrase moved to the front ("The council voted
+    on the rules on Monday." -> "On Monday, the council voted on the rules."), None where it has
+    none."""
+    m = _TRAILING.match(sentence.strip())
+    if m is None:
+        return None
+    tail, main = m.group("tail"), m.group("main")
+    first, _, rest = main.partition(" ")
+    if first in _LOWER_FIRST:  # "The council" -> "the council"; "Hong Kong" stays
+        main = f"{first.lower()} {rest}"
+    return f"{tail[:1].upper()}{tail[1:]}, {main}{m.group('end') or '.'}"
+
+
+def paraphrase_rows(rows, rng: random.Random, n: int) -> list:
+    """Entailments that say the same thing in (nearly) the same words: a premise and itself, a
+    premise with its closing phrase fronted. Why: Breaking NLI and the counterfactual revisions
+    teach that two sentences differing by a word or two contradict each other, and a model
+    trained on them alone read "On Monday the council voted on the parking rules" as
+    contradicting "The council voted on the parking rules on Monday" (P .90)."""
+    premises = sorted({r[1] for r in rows if r[4] in ("snli", "mnli_taxinli")})
+    rng.shuffle(premises)
+    out = []
+    for p in premises:
+        if len(out) >= n:
+            break
+        moved = front_phrase(p)
+        if moved is not None:
+            out.append(("nli", p, moved, NLI_LABELS["entailment"], "paraphrase"))
+            out.append(("nli", moved, p, NLI_LABELS["entailment"], "paraphrase"))
+        elif len(out) % 3 == 0:
+            out.append(("nli", p, p, NLI_LABELS["entailment"], "paraphrase"))
+    return out
+
+
 def double_negate(claim: str) -> str:
     """'It is not true that X should not ...': the claim's meaning, negation twice (the reader's
     failure: "To say space research is a waste of money is wrong")."""
