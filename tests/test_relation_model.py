@@ -99,7 +99,9 @@ def test_served_graphs_and_pytorch_agree():
 @pytest.mark.xfail(
     strict=True,
     reason="issue 41's council example: 'most shoppers come without a car' against 'most "
-    "customers drive in' is still read as an agreement (a known gap, bench/RESULTS.md)",
+    "customers drive in' is still read as an agreement by the relation model's joint form (the "
+    "joint reader the bundle's comparator carries reads it as a dispute: "
+    "tests/test_shipped_comparator.py)",
 )
 def test_the_issues_survey_contradiction_is_a_dispute(trunk):
     from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles

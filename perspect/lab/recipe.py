@@ -114,7 +114,7 @@ class OtherData:
     # the stance trunk's intermediate phase (its page-held-out split is made by the trainer)
     vitaminc: Path = Path("../shared/data/vitaminc/vitaminc_real_shared.jsonl")
     # the relation model's inference pairs (SNLI, MultiNLI, counterfactual, Breaking NLI)
-    inference: Path = Path("../shared/data/inference")
+    inference: Path = paths.INFERENCE_DATA
     # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
     # to their stance, relevance and equivalence pairs
     corrections: tuple = ()

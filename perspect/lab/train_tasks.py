@@ -17,7 +17,6 @@ from typing import Any
 from perspect.core import paths
 from perspect.core.errors import PerspectError
 from perspect.core.progress import NullReporter, Reporter
-from perspect.lab.recipe import OtherData
 from perspect.reranker.model import TASKS
 
 ENCODERS = {  # --task -> (trainer in perspect.lab.fitting, default output folder, what it trains)
@@ -119,7 +118,7 @@ def _train_comparator(data, out, base, profile, max_minutes, reporter, log):
     out = Path(out or paths.comparator_model())
     m = claimdiff.train_comparator(
         data, out, base=base, profile=prof, reporter=reporter, log=log,
-        inference=OtherData().inference,
+        inference=paths.INFERENCE_DATA,
     )  # fmt: skip
     return TrainResult("claimdiff", out, "the ClaimDiff comparator", m)
 
