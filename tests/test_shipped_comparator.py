@@ -211,6 +211,38 @@ def test_compare_reads_the_issues_survey_contradiction_as_a_dispute():
     assert link.relation == "weakens"
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "The city library will close on Sundays from next month.",
+            "From next month the city library will no longer open on Sundays.",
+        ),
+        ("The factory will stay open until 2030.", "The factory will not close before 2030."),
+    ],
+)
+@pytest.mark.xfail(
+    strict=True,
+    reason="a known gap of the joint reader (bench/STUDIES.md, 'The joint reader'): a 'not' with "
+    "an antonym reads as a contradiction (P .66 and .95), as SNLI-style pairs teach; the "
+    "relation model's same-point head cannot veto it, as it reads the issue's survey "
+    "contradiction as one point too (.94)",
+)
+def test_compare_reads_a_negated_paraphrase_as_an_agreement(a, b):
+    """What a reader expects: two sentences that say the same thing, one with "not" and the
+    antonym, are an agreement."""
+    from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.comparator import Comparator
+
+    enc = SentenceEncoder(bundle.resolve(MODELS / "dense"))
+    trunk = stance_trunk.StanceTrunk.load(MODELS / "relation", serving=True)
+    reader = Comparator.open(MODELS / "comparator")
+    res = compare_articles(Article.from_text("A", a), Article.from_text("B", b), reader, enc,
+                           stance=trunk)  # fmt: skip
+    assert [x.relation for x in res.links] == ["strengthens"]
+
+
 def test_compare_with_the_reader_keeps_agreements_and_leaves_unrelated_out():
     from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
     from perspect.reranker import stance_trunk
