@@ -35,6 +35,22 @@ UNRELATED = [
 
 
 @pytest.fixture(scope="module")
+def compare_models():
+    """(served reader, sentence encoder, relation model): what `perspect compare` loads, once."""
+    from perspect.pipeline.compare import SentenceEncoder
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.comparator import Comparator
+
+    if not bundle.is_bundle(MODELS / "relation"):
+        pytest.skip("the shipped relation model (models/relation) is not in this checkout")
+    return (
+        Comparator.open(MODELS / "comparator"),
+        SentenceEncoder(bundle.resolve(MODELS / "dense")),
+        stance_trunk.StanceTrunk.load(MODELS / "relation", serving=True),
+    )
+
+
+@pytest.fixture(scope="module")
 def comparator():
     from perspect.reranker.comparator import Comparator
 
@@ -195,18 +211,14 @@ def test_the_reader_tells_entailment_from_contradiction(comparator):
     assert same[0, 0] > same[0, 2], same.round(2)
 
 
-def test_compare_reads_the_issues_survey_contradiction_as_a_dispute():
+def test_compare_reads_the_issues_survey_contradiction_as_a_dispute(compare_models):
     """Issue 41's council example, which the relation model's joint form still reads as an
     agreement (tests/test_relation_model.py): with the joint reader, a dispute."""
-    from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
-    from perspect.reranker import stance_trunk
-    from perspect.reranker.comparator import Comparator
+    from perspect.pipeline.compare import Article, compare_articles
 
     a = Article.from_text("A", "A survey found that most shoppers come into town without a car.")
     b = Article.from_text("B", "According to the survey, most customers drive into town.")
-    enc = SentenceEncoder(bundle.resolve(MODELS / "dense"))
-    trunk = stance_trunk.StanceTrunk.load(MODELS / "relation", serving=True)
-    reader = Comparator.open(MODELS / "comparator")
+    reader, enc, trunk = compare_models
     (link,) = compare_articles(a, b, reader, enc, stance=trunk).links
     assert link.relation == "weakens"
 
@@ -228,25 +240,19 @@ def test_compare_reads_the_issues_survey_contradiction_as_a_dispute():
     "relation model's same-point head cannot veto it, as it reads the issue's survey "
     "contradiction as one point too (.94)",
 )
-def test_compare_reads_a_negated_paraphrase_as_an_agreement(a, b):
+def test_compare_reads_a_negated_paraphrase_as_an_agreement(a, b, compare_models):
     """What a reader expects: two sentences that say the same thing, one with "not" and the
     antonym, are an agreement."""
-    from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
-    from perspect.reranker import stance_trunk
-    from perspect.reranker.comparator import Comparator
+    from perspect.pipeline.compare import Article, compare_articles
 
-    enc = SentenceEncoder(bundle.resolve(MODELS / "dense"))
-    trunk = stance_trunk.StanceTrunk.load(MODELS / "relation", serving=True)
-    reader = Comparator.open(MODELS / "comparator")
+    reader, enc, trunk = compare_models
     res = compare_articles(Article.from_text("A", a), Article.from_text("B", b), reader, enc,
                            stance=trunk)  # fmt: skip
     assert [x.relation for x in res.links] == ["strengthens"]
 
 
-def test_compare_with_the_reader_keeps_agreements_and_leaves_unrelated_out():
-    from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
-    from perspect.reranker import stance_trunk
-    from perspect.reranker.comparator import Comparator
+def test_compare_with_the_reader_keeps_agreements_and_leaves_unrelated_out(compare_models):
+    from perspect.pipeline.compare import Article, compare_articles
 
     a = Article.from_text(
         "A",
@@ -258,9 +264,8 @@ def test_compare_with_the_reader_keeps_agreements_and_leaves_unrelated_out():
         "On Monday the council voted on the parking rules. The plan was rejected by six votes "
         "to three. A new species of frog was found in Peru.",
     )
-    enc = SentenceEncoder(bundle.resolve(MODELS / "dense"))
-    trunk = stance_trunk.StanceTrunk.load(MODELS / "relation", serving=True)
-    res = compare_articles(a, b, Comparator.open(MODELS / "comparator"), enc, stance=trunk)
+    reader, enc, trunk = compare_models
+    res = compare_articles(a, b, reader, enc, stance=trunk)
     by_a = {x.a: x for x in res.links}
     assert by_a[0].relation == "strengthens" and by_a[0].b == 0
     assert by_a[1].relation == "weakens" and by_a[1].b == 1
