@@ -30,6 +30,7 @@ from perspect.lab.relation_fit import PRECISION, held_split, precision_cut
 from perspect.lab.train.relation_data import (
     NLI_FILES,
     inference_rows,
+    nli_report,
     numeric_swaps,
     paraphrase_rows,
 )
@@ -179,10 +180,9 @@ def _inference_rows(folder: Path | None, prof: CmpProfile) -> dict[str, Any] | N
     the cuts are fitted on; None where the folder lacks the pairs."""
     if folder is None or not all((folder / f"{n}.jsonl").is_file() for n in NLI_FILES):
         return None
-    train, _ = inference_rows(folder)
+    train, held = inference_rows(folder)  # a small folder: three quarters of held reported
     rng = random.Random(prof.seed)
     train += numeric_swaps(train, rng, NUMERIC_SWAPS) + paraphrase_rows(train, rng, PARAPHRASES)
-    _, held = inference_rows(folder)  # a small folder: three quarters of them reported
     report, tune = held_split(folder, INFERENCE_SEED, min(INFERENCE_REPORT, len(held) * 3 // 4))
     cap = prof.max_pairs
     return {
@@ -193,21 +193,6 @@ def _inference_rows(folder: Path | None, prof: CmpProfile) -> dict[str, Any] | N
             {"file": f"inference/{n}.jsonl", "sha256": bundle.sha256_file(folder / f"{n}.jsonl")}
             for n in NLI_FILES
         ],
-    }
-
-
-def held_accuracy(probs: np.ndarray, rows) -> dict[str, Any]:
-    """Accuracy of the argmax over held-out rows, in all and per source file."""
-    pred = probs.argmax(1)
-    y = np.array([r[3] for r in rows])
-    src = np.array([r[4] for r in rows])
-    return {
-        "accuracy": round(100 * float((pred == y).mean()), 2),
-        "n": len(rows),
-        "by_source": {
-            s: round(100 * float((pred[src == s] == y[src == s]).mean()), 2)
-            for s in sorted(set(src.tolist()))
-        },
     }
 
 
@@ -225,7 +210,7 @@ def fit_inference(model, report, tune) -> dict[str, Any]:
         "entail": e,
         "contradict": c,
     }
-    held = held_accuracy(model.inference([(r[1], r[2]) for r in report]), report)
+    held = nli_report(model.inference([(r[1], r[2]) for r in report]), report)
     return {"decisions": {"compare": compare}, "held": held}
 
 

@@ -43,6 +43,7 @@ from perspect.lab.train.relation_data import (
     NLI_LABELS,
     claimdiff_rows,
     inference_rows,
+    nli_report,
     numeric_swaps,
     perspectrum_rows,
 )
@@ -152,16 +153,6 @@ def predict(net, st, pairs, task: str, batch: int = 128) -> np.ndarray:
         for j, i in enumerate(idx):
             out[i] = p[j].float().numpy()
     return np.array(out)
-
-
-def nli_report(p: np.ndarray, rows) -> dict:
-    y = np.array([r[3] for r in rows])
-    hit = p.argmax(1) == y
-    by = {}
-    for src in sorted({r[4] for r in rows}):
-        m = np.array([r[4] == src for r in rows])
-        by[src] = round(100 * float(hit[m].mean()), 2)
-    return {"accuracy": round(100 * float(hit.mean()), 2), "n": len(rows), "by_source": by}
 
 
 def load_warm_start(net, peft_model, folder: Path) -> None:

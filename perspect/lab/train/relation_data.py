@@ -13,6 +13,8 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
+
 from perspect.core.datasets import claimdiff as cd
 from perspect.core.datasets.negation import negate
 from perspect.core.datasets.perspectrum import load_claims, load_perspectives, tune_claims_of
@@ -176,3 +178,14 @@ def claimdiff_rows(folder: Path, limit: int | None = None) -> tuple[list, list]:
         return [("claimdiff", p.claim_a, p.claim_b, rel[p.relation]) for p in pairs][:limit]
 
     return rows(fit), rows(dev)
+
+
+def nli_report(p: np.ndarray, rows) -> dict:
+    """Accuracy of the argmax of `p` over inference rows, in all and per source file."""
+    y = np.array([r[3] for r in rows])
+    hit = p.argmax(1) == y
+    by = {}
+    for src in sorted({r[4] for r in rows}):
+        m = np.array([r[4] == src for r in rows])
+        by[src] = round(100 * float(hit[m].mean()), 2)
+    return {"accuracy": round(100 * float(hit.mean()), 2), "n": len(rows), "by_source": by}
