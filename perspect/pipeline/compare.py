@@ -270,7 +270,8 @@ def inference(reader, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarray:
     right = [b[j] for _, j in pairs]
     if isinstance(reader, Comparator):
         ab = list(zip(left, right, strict=True))
-        return (reader.inference(ab) + reader.inference([(y, x) for x, y in ab])) / 2
+        p = reader.inference(ab + [(y, x) for x, y in ab])  # both orders in one batched pass
+        return (p[: len(ab)] + p[len(ab) :]) / 2
     return (reader.joint("nli", left, right) + reader.joint("nli", right, left)) / 2
 
 
