@@ -296,29 +296,42 @@ def same_point(relation, a: Sequence[str], b: Sequence[str], pairs) -> np.ndarra
     return (relation.pairs("equivalence", la, lb) + relation.pairs("equivalence", lb, la)) / 2
 
 
-def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig, reader=None):
-    """Links of the candidate pairs by inference (`reader`'s, else the relation model's joint
-    form, each under its own fitted cuts), the relation model's same-point head and the figures
-    they state. Only each sentence of A with the sentence of B closest to it: a pair of
-    sentences about two different facts is neither an agreement nor a dispute."""
+def judge_pairs(
+    a: Sequence[str], b: Sequence[str], pairs, relation, cfg: CompareConfig, reader=None
+):
+    """For each aligned (i, j): ("weakens" | "strengthens", probability, figure spans) or None
+    (neither), by inference (`reader`'s, else the relation model's joint form, each under its
+    own fitted cuts), the relation model's same-point head and the figures the two state. The
+    one judgment of two sentences: `compare` and bench/sentence_pairs.py both read it."""
     contradict_at, entail_at = relation_cuts(reader or relation, cfg)
-    cand = [(i, j) for i, j in cand if j == int(np.argmax(sim[i]))]
-    p = inference(reader or relation, a.sentences, b.sentences, cand) if cand else np.zeros((0, 3))
-    same = np.zeros(len(cand))
-    if cand and relation is not None:
-        same = same_point(relation, a.sentences, b.sentences, cand)
-    links = []
-    for k, (i, j) in enumerate(cand):
-        sa, sb = a.sentences[i], b.sentences[j]
+    p = inference(reader or relation, a, b, pairs) if pairs else np.zeros((0, 3))
+    same = np.zeros(len(pairs))
+    if pairs and relation is not None:
+        same = same_point(relation, a, b, pairs)
+    out = []
+    for k, (i, j) in enumerate(pairs):
         entail, contra = float(p[k, 0]), float(p[k, 2])
-        figures = _figure_spans(sa, sb)
+        figures = _figure_spans(a[i], b[j])
         if contra >= contradict_at or (figures and entail < entail_at):
-            prob = max(contra, 0.9 if figures else 0.0)
-            links.append(SentenceLink(i, j, "weakens", prob, float(sim[i, j]), figures))
+            out.append(("weakens", max(contra, 0.9 if figures else 0.0), figures))
         elif entail >= entail_at or same[k] >= cfg.same_at:
-            prob = max(entail, float(same[k]))
-            links.append(SentenceLink(i, j, "strengthens", prob, float(sim[i, j]), ()))
-    return links
+            out.append(("strengthens", max(entail, float(same[k])), ()))
+        else:
+            out.append(None)
+    return out
+
+
+def judged_links(a: Article, b: Article, cand, sim, relation, cfg: CompareConfig, reader=None):
+    """Links of the candidate pairs as `judge_pairs` reads them, only each sentence of A with the
+    sentence of B closest to it: a pair of sentences about two different facts is neither an
+    agreement nor a dispute."""
+    cand = [(i, j) for i, j in cand if j == int(np.argmax(sim[i]))]
+    judged = judge_pairs(a.sentences, b.sentences, cand, relation, cfg, reader)
+    return [
+        SentenceLink(i, j, got[0], got[1], float(sim[i, j]), got[2])
+        for (i, j), got in zip(cand, judged, strict=True)
+        if got is not None
+    ]
 
 
 def compare_articles(
