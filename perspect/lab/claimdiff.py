@@ -27,7 +27,6 @@ from perspect.core.errors import PerspectError
 from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
 from perspect.lab.relation_fit import PRECISION, held_split, precision_cut
-from perspect.lab.train.antonyms import antonym_rows
 from perspect.lab.train.relation_data import (
     NLI_FILES,
     inference_rows,
@@ -174,22 +173,16 @@ INFERENCE_SEED = 29  # the relation model's held-out split: both report on the s
 INFERENCE_REPORT = 3000
 NUMERIC_SWAPS = 1500
 PARAPHRASES = 3000
-ANTONYM_ROWS = 3000
 
 
-def _inference_rows(
-    folder: Path | None, prof: CmpProfile, news: Sequence[str] = ()
-) -> dict[str, Any] | None:
-    """Training rows (held-in pairs, numeric swaps, paraphrases, negated-antonym paraphrases of
-    their sentences and of the ClaimDiff fit topics' `news`), the reported held-out rows and the
-    rows the cuts are fitted on; None where the folder lacks the pairs."""
+def _inference_rows(folder: Path | None, prof: CmpProfile) -> dict[str, Any] | None:
+    """Training rows (held-in pairs and numeric swaps), the reported held-out rows and the rows
+    the cuts are fitted on; None where the folder lacks the pairs."""
     if folder is None or not all((folder / f"{n}.jsonl").is_file() for n in NLI_FILES):
         return None
     train, held = inference_rows(folder)  # a small folder: three quarters of held reported
     rng = random.Random(prof.seed)
-    sentences = [r[1] for r in train] + [r[2] for r in train] + list(news)
     train += numeric_swaps(train, rng, NUMERIC_SWAPS) + paraphrase_rows(train, rng, PARAPHRASES)
-    train += antonym_rows(sentences, rng, ANTONYM_ROWS)
     report, tune = held_split(folder, INFERENCE_SEED, min(INFERENCE_REPORT, len(held) * 3 // 4))
     cap = prof.max_pairs
     return {
@@ -303,8 +296,7 @@ def train_comparator(
     fit = cd.load_pairs(data_dir, "fit")[: prof.max_pairs]
     tune = cd.load_pairs(data_dir, "tune")[: prof.max_pairs]
     dev = cd.load_pairs(data_dir, "dev")[: prof.max_pairs]
-    news = [s for p in fit for s in (p.claim_a, p.claim_b)]
-    nli = _inference_rows(inference, prof, news) if prof.inference else None
+    nli = _inference_rows(inference, prof) if prof.inference else None
     model = Comparator.from_base(base, prof.rank, prof.alpha, nli=nli is not None)
     data = cd.data_fingerprints(data_dir) + (nli["fingerprints"] if nli else [])
     phases = []
