@@ -274,7 +274,9 @@ class Indexer:
                 for pool in states.STATE_POOLS:
                     if pool in manifest["pools"] and not (kept and states.current(version, pool)):
                         states.store(version, manifest, pool, None, self.reporter)
-                judge_links(version, manifest, self.reporter)  # the joint reader's, where shipped
+                judge_links(
+                    version, manifest, self.reporter
+                )  # the relation model's, where it has one
                 manifest["operations"].append({"op": "stance-states", "at": mf.now()})
                 mf.save(version, manifest)
             except BaseException:

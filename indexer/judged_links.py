@@ -1,13 +1,12 @@
-"""The index-time stage that reads each evidence link's cited sentence with the joint reader (the
-comparator's inference head, perspect.reranker.comparator): does the sentence entail the
-perspective, contradict it, or neither (issue 41)?
+"""The index-time stage that reads each link's cited sentence with the relation model: what makes
+a paragraph "supports" / "contradicts" its perspective and a sentence its cited reason (issue 41).
 
-Why at index time: the judgment does not depend on the query, and the reader reads both texts in
-every layer (the stronger form, 76.8 % on held-out inference pairs against the relation model's
-decomposed 64.0), which a search could not afford per link. What reads it: the evidence stack
-(perspect.pipeline.evidence.link_features, "entail"), fitted on links judged the same way (`make
-models` step "verdict"). Skipped where the bundle's comparator has no inference head: the links
-then carry no judgment and the stack reads its fitted mean for it.
+Over the perspectives' stored lower states (perspect.core.index.stance_states), decomposed, as
+`with_relations` in perspect.indexer.links scores them; the result is stored with the links
+(perspect.core.index.links). Skipped where the bundle has no relation model (a trunk without an
+inference head), or one without fitted evidence cuts (the shipped one: measured below the verdict
+stack on PERSPECTRUM's links, bench/STUDIES.md), or the index no states: the engine then keeps
+the verdict stack and the cosine's cited sentence.
 """
 
 from __future__ import annotations
@@ -16,78 +15,51 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perspect.core import paths
-from perspect.core.index.links import KEEP, Links
+from perspect.core.index.links import JUDGED, Links
+from perspect.core.index.stance_states import States, dequantize
 from perspect.core.index.store import ItemStore
-from perspect.core.model import bundle
-from perspect.reranker.comparator import Comparator
-
-STEP = 512  # pairs per progress tick
-
-
-def reader() -> Comparator | None:
-    """The bundle's joint reader, served (ONNX Runtime) where its graph is exported; None where
-    the bundle has no comparator or one without the inference head."""
-    folder = paths.comparator_model()
-    if not (folder / "manifest.json").is_file():
-        return None
-    if not Comparator.read(folder)[1].get("nli_labels"):
-        return None
-    return Comparator.open(folder)
+from perspect.indexer.links import with_relations
+from perspect.reranker import factory, stance_trunk
 
 
 def judge_links(
     version: Path, manifest: dict[str, Any], reporter, pids: list[str] | None = None
 ) -> None:
-    """Judge the cited sentences of `pids`' stored links (all perspectives' with None)."""
-    if not Links.exists(version) or "perspectives" not in manifest.get("pools", {}):
+    """Judge the cited sentences of `pids`' first JUDGED links (all perspectives with None)."""
+    if not Links.exists(version) or not States.exists(version / "perspectives"):
         return
-    folder = paths.comparator_model()
-    if not (folder / "manifest.json").is_file():
-        return
+    folder = stance_trunk.bundled()
+    man = stance_trunk.read(folder) if folder is not None else {}
+    if "nli" not in (man.get("heads") or {}) or "evidence" not in (man.get("decisions") or {}):
+        return  # no relation model, or none whose evidence cuts the engine reads
     t0 = time.perf_counter()
     links = Links(version, readonly=False)
     try:
         if pids is None:
             pids = [p for (p,) in links.db.execute("SELECT DISTINCT pid FROM links")]
-        got = links.get(pids, KEEP)
-        persp = ItemStore(version / "perspectives", readonly=True)
-        claims = {p: it.text for p, it in persp.get_many(sorted(got)).items()}
-        persp.close()
-        eids = sorted({x.evidence_id for ls in got.values() for x in ls})
+        got = links.get(pids)
+        states = States(version / "perspectives")
+        try:
+            if states.key is None:
+                return
+            persp = {p: dequantize(q, sc) for p, (q, sc) in states.get_many(pids).items()}
+        finally:
+            states.close()
+        eids = sorted({x.evidence_id for ls in got.values() for x in ls[:JUDGED]})
         evs = ItemStore(version / "evidence", readonly=True)
         texts = {e: it.text for e, it in evs.get_many(eids).items()}
         evs.close()
-        todo = [
-            (pid, x.evidence_id, texts[x.evidence_id][x.why[0] : x.why[1]], claims[pid])
-            for pid, ls in got.items()
-            if pid in claims
-            for x in ls
-            if x.why and x.why[1] > x.why[0] and x.evidence_id in texts
-        ]
-        if not todo:  # no cited sentences (an index without dense vectors)
-            return
-        with reporter.stage("loading the joint reader"):
-            model = reader()
-        if model is None:
-            return
-        rows = []
-        with reporter.stage("judging cited sentences", total=len(todo)) as adv:
-            for s in range(0, len(todo), STEP):
-                chunk = todo[s : s + STEP]
-                p = model.inference([(sent, claim) for _, _, sent, claim in chunk])
-                rows += [
-                    (pid, eid, float(p[k, 0]), float(p[k, 2]))
-                    for k, (pid, eid, _, _) in enumerate(chunk)
-                ]
-                adv(len(chunk))
+        with reporter.stage("loading the relation model"):
+            trunk = factory.load(["trunk"], factory.TORCH).trunk
+        n = len({texts[x.evidence_id][x.why[0] : x.why[1]] for ls in got.values()
+                 for x in ls[:JUDGED] if x.why and x.evidence_id in texts})  # fmt: skip
+        with reporter.stage("judging cited sentences", total=n) as adv:
+            rows = with_relations(got, persp, texts, trunk, progress=adv)
         links.judge(rows)
     finally:
         links.close()
     manifest.setdefault("links", {})["judged"] = {
-        "by": "comparator",
-        "model_sha256": bundle.sha256_file(folder / "manifest.json"),
         "links": len(rows),
-        "per_perspective": KEEP,
+        "per_perspective": JUDGED,
         "seconds": round(time.perf_counter() - t0, 3),
     }

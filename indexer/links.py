@@ -23,12 +23,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from perspect.core.index.links import DEPTH, KEEP, RRF_K, Link, Links
+from perspect.core.index.links import DEPTH, JUDGED, KEEP, RRF_K, Link, Links
 from perspect.indexer.news import sentence_spans
 from perspect.retriever.fusion import rrf
 
 __all__ = [
-    "DEPTH", "KEEP", "MIN_CHARS", "RRF_K", "Link", "Links", "compute", "with_sentences",
+    "DEPTH", "JUDGED", "KEEP", "MIN_CHARS", "RRF_K", "Link", "Links", "compute",
+    "with_relations", "with_sentences",
 ]  # fmt: skip
 MIN_CHARS = 20  # shorter pieces ("Yes.", "1.") are not a reason
 NO_SENTENCE = -2.0  # the cosine stored with span (0, 0): no sentence of the paragraph to cite
@@ -108,3 +109,38 @@ def with_sentences(
                 kept.append(replace(x, why=spans[x.evidence_id][j], why_cosine=float(cos[j])))
         out.append((pid, kept))
     return out
+
+
+def with_relations(
+    rows: Mapping[str, Sequence[Link]],
+    perspective_states: Mapping[str, np.ndarray],
+    texts: Mapping[str, str],
+    trunk,
+    judged: int = JUDGED,
+    progress=None,
+) -> list[tuple[str, str, float, float]]:
+    """(pid, evidence id, P(entail), P(contradict)) of the cited sentence of each perspective's
+    first `judged` links, read by the relation model's inference head: the sentence (premise)
+    against the perspective (hypothesis), decomposed over the perspective's stored lower states.
+    Why only the cited sentence: every sentence of every linked paragraph is ~850k tokens of
+    lower layers for PERSPECTRUM's pool, the cited ones a fraction; the cosine picks the
+    candidate, the model says whether it backs, contradicts or only relates (issue 41)."""
+    todo = [
+        (pid, x.evidence_id, texts[x.evidence_id][x.why[0] : x.why[1]])
+        for pid, links in rows.items()
+        if pid in perspective_states
+        for x in links[:judged]
+        if x.why and x.why[1] > x.why[0] and x.evidence_id in texts
+    ]
+    sentences = list(dict.fromkeys(s for _, _, s in todo))
+    lower: dict[str, np.ndarray] = {}
+    step = 256
+    for i in range(0, len(sentences), step):
+        chunk = sentences[i : i + step]
+        lower.update(zip(chunk, trunk.lower(chunk), strict=True))
+        if progress:
+            progress(len(chunk))
+    p = trunk.pairs(
+        "nli", [lower[s] for _, _, s in todo], [perspective_states[pid] for pid, _, _ in todo]
+    )
+    return [(pid, eid, float(p[k, 0]), float(p[k, 2])) for k, (pid, eid, _) in enumerate(todo)]

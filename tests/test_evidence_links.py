@@ -50,32 +50,3 @@ def test_link_features_name_the_values_links_carry():
     assert np.allclose(f["cos"], [0.5, 0.4]) and np.allclose(f["rmargin"], [0, 0])
     margins = [replace(x, rmargin=m) for x, m in zip(stored, (0.1, -0.2), strict=True)]
     assert np.allclose(link_features(margins)["rmargin"], [0.1, -0.2])
-
-
-def test_link_features_carry_the_readers_judgment_where_links_have_one():
-    judged = [Link("1", 0.02, 0.5, entail=0.9), Link("2", 0.01, 0.4)]
-    f = link_features(judged)
-    assert f["entail"][0] == 0.9 and np.isnan(f["entail"][1])  # not judged: NaN
-    assert "entail" not in link_features([Link("1", 0.02, 0.5)])
-
-
-def test_a_stack_reads_a_missing_feature_as_its_fitted_mean():
-    from perspect.core.model.decision_stack import Stack, fit
-
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(200, 2))
-    y = (x[:, 0] + x[:, 1] > 0).astype(float)
-    x[::4, 1] = np.nan  # a quarter of the rows without the second feature
-    st = fit(("a", "b"), x, y)
-    mean_b = float(np.nanmean(x[:, 1]))
-    assert st.fills == pytest.approx((float(x[:, 0].mean()), mean_b), abs=1e-6)
-    assert st.coef[1] > 0.5  # the rows that have it still teach its weight
-    a = np.array([0.3, -0.2])
-    absent = st.prob({"a": a})  # an index written before the feature
-    nan = st.prob({"a": a, "b": np.array([np.nan, np.nan])})
-    filled = st.prob({"a": a, "b": np.full(2, mean_b)})
-    assert np.allclose(absent, filled) and np.allclose(nan, filled)
-    again = Stack.from_json(st.to_json())  # the fills are saved with the stack
-    assert again == st and "fills" not in Stack(("a",), (1.0,), 0.0).to_json()
-    with pytest.raises(KeyError):  # a stack fitted on complete rows needs every feature
-        Stack(("a", "b"), (1.0, 1.0), 0.0).prob({"a": a})

@@ -72,9 +72,9 @@ def test_the_shipped_recipe_orders_its_steps():
         "relation",
         "calibrate",
         "unclear",
+        "verdict",
         "mining",
         "comparator",
-        "verdict",
     ]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
     relation = next(s for s in recipe.steps() if s.name == "relation")
@@ -85,12 +85,9 @@ def test_the_shipped_recipe_orders_its_steps():
     assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-4:] == [
         "calibrate",
         "unclear",
-        "mining",
         "verdict",
+        "mining",
     ]
-    # the mining decision is fitted with the relation model's heads; the evidence decisions
-    # last, over links the joint reader (the comparator step's) judged
+    # the mining decision is fitted last among the pair model's, with the relation model's heads
     mining = next(s for s in recipe.steps() if s.name == "mining")
     assert mining.writes == "pair" and "relation" in mining.reads
-    verdict = next(s for s in recipe.steps() if s.name == "verdict")
-    assert verdict.writes == "pair" and "comparator" in verdict.reads

@@ -288,26 +288,3 @@ def test_peft_itself_loads_the_shipped_adapters():
     theirs = merged.state_dict()
     assert set(ours) == set(theirs)
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
-
-
-def test_an_index_written_with_the_reader_judges_each_links_cited_sentence(
-    tiny_perspectrum, tmp_path
-):
-    """Where the bundle's comparator reads inference, every stored link's cited sentence is read
-    against its perspective when the index is written, and the evidence stack reads it."""
-    from perspect.core.index import manifest as mf
-    from perspect.core.index.links import Links
-    from perspect.lab.pools import pool_searcher
-
-    searcher = pool_searcher(tiny_perspectrum, tmp_path / "idx", retrievers=("bm25", "dense"))
-    version = searcher.dir.current()
-    searcher.close()
-    judged = mf.load(version)["links"]["judged"]
-    assert judged["by"] == "comparator" and judged["links"] > 0
-    links = Links(version)
-    got = links.get([p for (p,) in links.db.execute("SELECT DISTINCT pid FROM links")])
-    links.close()
-    cited = [x for ls in got.values() for x in ls if x.why and x.why[1] > x.why[0]]
-    assert len(cited) == judged["links"]
-    assert all(0 <= x.entail <= 1 and 0 <= x.contradict <= 1 for x in cited)
-    assert len({round(x.entail, 3) for x in cited}) > 1  # read, not a constant

@@ -225,12 +225,9 @@ def refit_verdict(
     home: str | Path | None = None,
     reporter: Reporter | None = None,
 ) -> PairModel:
-    """Fit the evidence decisions of a saved pair model on the tune claims' gold clusters, over
-    the links of `index` (else a scratch BM25 + dense index of the pools, whose links the
-    bundle's joint reader judges as it is written): the evidence stack and its rule
-    (`perspectrum_eval.fit_evidence`, with the reader's P(entail) where the links carry it) and
-    the verdict cut (Decisions.evidence_verdict). `make models` step "verdict", after the
-    comparator step that trains the reader."""
+    """Fit only the evidence verdict cut (Decisions.evidence_verdict) of a saved pair model on
+    the tune claims' gold clusters, over the links of `index` (else a scratch BM25 + dense
+    index of the pools): `make models` step "verdict"."""
     from dataclasses import replace
 
     reporter = reporter or NullReporter()
@@ -244,16 +241,11 @@ def refit_verdict(
                 engine, claims, load_perspectives(data_dir), tasks=("evidence",), progress=adv
             )
         searcher.close()
-    stack, (cut, delta, k) = pe.fit_evidence(pred.t4)
-    model.manifest.setdefault("stacks", {})["evidence"] = stack.to_json()
-    model.manifest["thresholds"].update(evidence=cut, evidence_delta=delta, evidence_k=k)
     decisions = Decisions.from_manifest(model.manifest)
-    verdict = rv.fit_verdict(pred.t4, decisions.stack("evidence"))
-    model.manifest["thresholds"]["evidence_verdict"] = verdict
-    fitted = replace(decisions, evidence_verdict=verdict)
-    metrics = model.manifest.setdefault("tune_metrics", {})
-    metrics["verdicts"] = rv.verdict_accuracy(pred.t4, fitted)
-    metrics["T4"] = pe.as_json(pe.score(pred, fitted)).get("T4")
+    cut = rv.fit_verdict(pred.t4, decisions.stack("evidence"))
+    model.manifest["thresholds"]["evidence_verdict"] = cut
+    fitted = replace(decisions, evidence_verdict=cut)
+    model.manifest.setdefault("tune_metrics", {})["verdicts"] = rv.verdict_accuracy(pred.t4, fitted)
     model.save(model_dir)
     return model
 

@@ -401,25 +401,14 @@ def tune(pred: Predictions, prior: dict[str, float] | None = None) -> Decisions:
         margin = min(m for m, (f1, _) in best.items() if f1 >= top - MARGIN_TOLERANCE)
         thr.update(cluster=-best[margin][1], cluster_margin=margin)
     if pred.t4:
-        stacks["evidence"], (cut, delta, k) = fit_evidence(pred.t4)
+        linked = [(g, links) for g, links in pred.t4 if links]
+        st = None
+        if linked:
+            names = tuple(link_features(linked[0][1]))  # see engine.link_features
+            X = np.vstack([np.column_stack(list(link_features(c).values())) for _, c in linked])
+            y = np.concatenate([np.isin([int(x.evidence_id) for x in c], g) for g, c in linked])
+            st = fit_stack(names, X, y)
+        cut, delta, k = max(EVIDENCE_RULES, key=lambda r: (_t4(pred.t4, *r, st).f1, -r[2], -r[1]))
         thr.update(evidence=cut, evidence_delta=delta, evidence_k=k)
+        stacks["evidence"] = (st or Stack((), (), 0.0)).with_threshold(cut)
     return Decisions.from_parts({**(prior or {}), **thr}, stacks)
-
-
-def fit_evidence(t4) -> tuple[Stack, tuple[float, float, int]]:
-    """The evidence stack over the links' features (pipeline.evidence.link_features; a feature
-    some links lack, the joint reader's judgment, is NaN there) and the rule (cut, delta, k) with
-    the best T4 F1, over (gold paragraph ids, links) of each perspective."""
-    linked = [(g, links) for g, links in t4 if links]
-    st = None
-    if linked:
-        feats = [link_features(c) for _, c in linked]
-        names = tuple(dict.fromkeys(n for f in feats for n in f))
-        X = np.vstack(
-            [np.column_stack([f.get(n, np.full(len(c), np.nan)) for n in names])
-             for f, (_, c) in zip(feats, linked, strict=True)]
-        )  # fmt: skip
-        y = np.concatenate([np.isin([int(x.evidence_id) for x in c], g) for g, c in linked])
-        st = fit_stack(names, X, y)
-    cut, delta, k = max(EVIDENCE_RULES, key=lambda r: (_t4(t4, *r, st).f1, -r[2], -r[1]))
-    return (st or Stack((), (), 0.0)).with_threshold(cut), (cut, delta, k)

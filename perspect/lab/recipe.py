@@ -48,8 +48,7 @@ def steps(
     """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
     every decision on an index of the bundle's own retrievers. The ClaimDiff comparator trains
-    on its own data and the inference pairs (the joint reader); the evidence decisions, which
-    read the reader's judgments, come last."""
+    on its own data and the inference pairs (the joint reader), last."""
     out = [
         Step("dense", "dense", "dense"),
         Step("pair", "all", "pair", reads=("dense",)),
@@ -83,6 +82,7 @@ def steps(
     # rev 2: the trunk is the relation model's
     out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=2))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
+    out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
     # the mining decision (issue 45): is a sentence of the reader's documents an argument on the
     # claim, and on which side; fitted on an index with the evidence paragraphs as documents
     # (rev 3: the side is the stance decision's, past a fitted margin; the cut for arguments at
@@ -90,18 +90,6 @@ def steps(
     out.append(Step("mining", "mining", "pair", reads=reads, rev=3))
     if comparator:  # rev 1: the joint reader (an inference head beside ClaimDiff, issue 41)
         out.append(Step("comparator", "claimdiff", "comparator", rev=1))
-    # the evidence decisions: the stack (with the joint reader's judgment of each link's cited
-    # sentence, written into the scratch index's links), its rule and the verdict cut; after the
-    # comparator step, whose reader judges the links (rev 1: stack and rule re-fitted here)
-    out.append(
-        Step(
-            "verdict",
-            "verdict",
-            "pair",
-            reads=("dense", *(("comparator",) if comparator else ())),
-            rev=1,
-        )
-    )
     return tuple(out)
 
 

@@ -179,8 +179,8 @@ class Engine:
             )
         trunk = models.trunk
         self.stance = StanceScorer(self.model, trunk, searcher)
-        # the relation model (a trunk with an inference head): news relations under its fitted
-        # cuts, mined sentences, the equivalence head
+        # the relation model (a trunk with an inference head) decides evidence verdicts, cited
+        # reasons and news relations under its fitted cuts
         self.relation = trunk if trunk is not None and "nli" in trunk.heads else None
         # news relations from the relation model where it has fitted news cuts (an index with
         # news: `comparator` is given), else from the ClaimDiff comparator
@@ -208,9 +208,11 @@ class Engine:
             pairs,
             self.overflow(ce),
         )
-        # the links' judgments are the joint reader's (perspect.indexer.judged_links): its cuts
-        reader = getattr(models.comparator, "manifest", None) or {}
-        cuts = RelationCuts.from_manifest(reader, "evidence")
+        cuts = (
+            RelationCuts.from_manifest(self.relation.manifest, "evidence")
+            if self.relation
+            else None
+        )
         self.evidence_stage = Evidence(
             searcher, self.decisions, cfg.evidence_clusters, cfg.evidence_per_cluster, cuts
         )

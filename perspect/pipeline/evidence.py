@@ -31,10 +31,9 @@ class Evidence:
         per_cluster: int,
         cuts: RelationCuts | None = None,
     ):
-        """`cuts`: the joint reader's evidence cuts, where its manifest has them and links carry
-        its judgments of their cited sentences (perspect.indexer.judged_links): then a paragraph
-        "supports" only when its sentence entails the perspective and "contradicts" when it
-        contradicts it. Without cuts, the judgment is one feature of the evidence stack."""
+        """`cuts`: the relation model's, where links carry its judgments of their cited
+        sentences (indexer.links.with_relations): then a paragraph "supports" only when its
+        sentence entails the perspective and "contradicts" when it contradicts it."""
         self.searcher = searcher
         self.decisions = decisions
         self.cuts = cuts
@@ -206,20 +205,13 @@ def judged_verdict(link: Link, cuts: RelationCuts) -> str:
 
 def link_features(links: Sequence[Link]) -> dict[str, np.ndarray]:
     """Features of a perspective's evidence links: the fused RRF score (times k: how many of the
-    link retrievers found the paragraph, and how high), the bi-encoder cosine, the reverse
-    margin (`Evidence._with_reverse_margins`) and, where the index judged its links
-    (perspect.indexer.judged_links), P(the cited sentence entails the perspective) by the joint
-    reader (NaN for a link it did not judge: the stack reads its fitted mean there)."""
-    feats = {
+    link retrievers found the paragraph, and how high), the bi-encoder cosine and the reverse
+    margin (`Evidence._with_reverse_margins`)."""
+    return {
         "rrf": np.array([x.rrf for x in links], dtype=np.float64) * RRF_K,
         "cos": np.array([x.cosine for x in links], dtype=np.float64),
         "rmargin": np.array([x.rmargin for x in links], dtype=np.float64),
     }
-    if any(x.entail is not None for x in links):
-        feats["entail"] = np.array(
-            [np.nan if x.entail is None else x.entail for x in links], dtype=np.float64
-        )
-    return feats
 
 
 def link_scores(links: Sequence[tuple], stack: Stack | None) -> np.ndarray:

@@ -18,6 +18,7 @@ RRF_K = 60  # fusion constant of the stored scores (the engine's evidence stack 
 WHY_COLUMNS = ("why_start", "why_end", "why_cos")
 # the relation model's reading of the cited sentence against the perspective (NULL: not judged)
 JUDGED_COLUMNS = ("why_entail", "why_contra")
+JUDGED = 3  # links per perspective whose sentences the relation model reads at index time
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Link:
     why: tuple[int, int] | None = None
     why_cosine: float = 0.0
     # P(the cited sentence entails / contradicts the perspective) by the relation model's
-    # joint reader (perspect.indexer.judged_links); None: not judged
+    # inference head (perspect.indexer.links.with_relations); None: not judged
     entail: float | None = None
     contradict: float | None = None
 

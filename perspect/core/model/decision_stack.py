@@ -10,7 +10,7 @@ the threshold that maximises that task's F1 there. Saved in the pair model's man
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -22,64 +22,35 @@ class Stack:
     coef: tuple[float, ...]
     intercept: float
     threshold: float = 0.5
-    # each feature's mean on the rows it was fitted on, where some lacked it: what a row without
-    # the feature (NaN, or the feature absent) is read as. Why: a signal stored at index time
-    # (the joint reader's judgment of an evidence link) is missing from an index written before
-    # it, or from links added without the model; the stack still scores them, as its average
-    # row would. Empty for stacks whose features every row has.
-    fills: tuple[float, ...] = ()
 
     def prob(self, feats: dict[str, np.ndarray]) -> np.ndarray:
-        n = len(next(iter(feats.values()))) if feats else 0
-        z = np.full(n, self.intercept)
-        fills = dict(zip(self.features, self.fills, strict=False))
+        z = np.full(len(next(iter(feats.values()))) if feats else 0, self.intercept)
         for name, w in zip(self.features, self.coef, strict=True):
-            if name not in feats and name in fills:
-                z = z + w * fills[name]
-                continue
-            x = np.asarray(feats[name], dtype=np.float64)
-            if name in fills:
-                x = np.where(np.isnan(x), fills[name], x)
-            z = z + w * x
+            z = z + w * np.asarray(feats[name], dtype=np.float64)
         return 1.0 / (1.0 + np.exp(-z))
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["features"] = list(self.features)
         d["coef"] = list(self.coef)
-        d["fills"] = list(self.fills)
-        if not self.fills:
-            del d["fills"]
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Stack:
-        return cls(
-            tuple(d["features"]),
-            tuple(d["coef"]),
-            float(d["intercept"]),
-            d["threshold"],
-            tuple(float(v) for v in d.get("fills", ())),
-        )
+        return cls(tuple(d["features"]), tuple(d["coef"]), float(d["intercept"]), d["threshold"])
 
     def with_threshold(self, t: float) -> Stack:
-        return replace(self, threshold=float(t))
+        return Stack(self.features, self.coef, self.intercept, float(t))
 
 
 def fit(features: Sequence[str], X: np.ndarray, y: np.ndarray, l2: float = 1e-4) -> Stack:
     """L2-regularised logistic regression by LBFGS (torch is already here; no sklearn needed).
-    l2=1e-4 on the mean loss was chosen on the tune claims (T1 55.2 vs 54.4 with 1e-3). A NaN
-    (a row without that feature) is read as the feature's mean, kept as the stack's `fills`."""
+    l2=1e-4 on the mean loss was chosen on the tune claims (T1 55.2 vs 54.4 with 1e-3)."""
     import torch
 
     X = np.asarray(X, dtype=np.float64).reshape(len(y), len(features))
-    fills: tuple[float, ...] = ()
-    if np.isnan(X).any():
-        means = np.nan_to_num(np.nanmean(np.where(np.isnan(X).all(0), 0.0, X), axis=0))
-        X = np.where(np.isnan(X), means, X)
-        fills = tuple(round(float(v), 6) for v in means)
     if len(set(np.asarray(y).tolist())) < 2:
-        return Stack(tuple(features), tuple(0.0 for _ in features), 0.0, fills=fills)
+        return Stack(tuple(features), tuple(0.0 for _ in features), 0.0)
     xt = torch.tensor(X)
     yt = torch.tensor(np.asarray(y, dtype=np.float64))
     w = torch.zeros(X.shape[1], dtype=torch.float64, requires_grad=True)
@@ -94,8 +65,7 @@ def fit(features: Sequence[str], X: np.ndarray, y: np.ndarray, l2: float = 1e-4)
         return loss
 
     opt.step(closure)
-    coef = tuple(float(v) for v in w.detach())
-    return Stack(tuple(features), coef, float(b.item()), fills=fills)
+    return Stack(tuple(features), tuple(float(v) for v in w.detach()), float(b.item()))
 
 
 def logit(p: np.ndarray) -> np.ndarray:
