@@ -123,3 +123,36 @@ def test_a_sentence_that_strengthens_a_claim_and_its_negation_is_not_shown():
     # ... the negation: not shown, though the judge alone calls it "strengthen" there too
     (got,) = one_sided(_Echo(), [sentence], "Zoos should not stay open")
     assert got.relation == "neither"
+
+
+class _Fixed:
+    """An inference reader with fixed P(entail, neutral, contradict) per premise, and the compare
+    cuts of the shipped reader's size, so `judge_pairs`' own rule is checked exactly."""
+
+    def __init__(self, probs):
+        self.probs = probs
+        self.manifest = {"decisions": {"compare": {"entail_at": 0.40, "contradict_at": 0.43}}}
+
+    def joint(self, head, left, right):
+        import numpy as np
+
+        assert head == "nli"
+        rows = [self.probs.get(x, self.probs.get(y)) for x, y in zip(left, right, strict=True)]
+        return np.array(rows)
+
+
+def test_compare_reads_the_likelier_relation_when_both_cuts_are_cleared():
+    from perspect.pipeline.compare import CompareConfig, judge_pairs
+
+    a = ["The team lost the final.", "The mayor opposed it.", "Rents rose 5 percent.", "Rain."]
+    b = ["The team did not win the final.", "The mayor backed it.", "Rents rose 9 percent.", "Sun."]
+    reader = _Fixed({
+        a[0]: (0.51, 0.0, 0.49),  # both cleared, entailment likelier: an agreement
+        a[1]: (0.45, 0.0, 0.55),  # both cleared, contradiction likelier: a dispute
+        a[2]: (0.30, 0.4, 0.30),  # neither cleared, but the figures conflict: a dispute
+        a[3]: (0.10, 0.8, 0.10),  # neither cleared: neither
+    })  # fmt: skip
+    got = judge_pairs(a, b, [(k, k) for k in range(4)], None, CompareConfig(), reader)
+    assert [None if g is None else g[0] for g in got] == [
+        "strengthens", "weakens", "weakens", None,
+    ]  # fmt: skip
