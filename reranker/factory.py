@@ -62,6 +62,9 @@ class Models:
     equivalence: EquivalenceModel | None = None  # the cross-encoder the pair model names
     trunk: StanceTrunk | None = None  # the stance trunk the pair model (or the bundle's) names
     comparator: Comparator | None = None  # ClaimDiff: news sentences and article comparison
+    # the joint reader (the comparator's inference head) that reads cited reasons back, where the
+    # pair model names it (`reason_reader`, perspect.pipeline.why.read_back)
+    reader: Comparator | None = None
 
 
 Loader = Callable[[PairModel | None, Path | None, Serving], Any]
@@ -141,10 +144,20 @@ def _comparator(pair: PairModel | None, entry: Path | None, serving: Serving):
     return (Comparator.serving(folder) or Comparator.load(folder)).for_inference()
 
 
+def _reader(pair: PairModel | None, entry: Path | None, serving: Serving):
+    """The bundle's comparator where the pair model names it as its reasons' reader and it has
+    the inference head; None otherwise (reasons are then cited as the cosine picks them)."""
+    if pair is None or not pair.manifest.get("reason_reader"):
+        return None
+    got = _comparator(pair, entry, serving)
+    return got if got is not None and got.reads_inference else None
+
+
 LOADERS: dict[str, Loader] = {
     "equivalence": _equivalence,
     "trunk": _trunk,
     "comparator": _comparator,
+    "reader": _reader,
 }
 
 

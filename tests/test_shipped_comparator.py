@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from perspect.core.model import bundle
-from tests.conftest import run_cli
+from tests.conftest import restamp_bundle, run_cli
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 pytestmark = [
@@ -288,3 +288,54 @@ def test_peft_itself_loads_the_shipped_adapters():
     theirs = merged.state_dict()
     assert set(ours) == set(theirs)
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+def test_the_reader_shows_a_cited_reason_only_where_it_backs_its_perspective():
+    """why.read_back with the shipped reader under its own cuts: a reason that argues the
+    opposite (the issue's nuclear example among them) or does not bear on its perspective is
+    dropped, "no backing sentence found"; one that backs it stays."""
+    from perspect.core.model.decisions import RelationCuts
+    from perspect.core.result import Member, PerspectiveCluster, Why
+    from perspect.pipeline import why
+    from perspect.reranker.comparator import Comparator
+
+    reader = Comparator.open(MODELS / "comparator")
+    cuts = RelationCuts.from_manifest(reader.manifest, "compare")
+    cases = [  # (perspective, cited sentence, kept)
+        ("Homework improves student achievement",
+         "Studies show that homework improves student achievement in terms of grades.", True),
+        ("Zoos help save endangered species.",
+         "Captive breeding in zoos has saved several species from extinction.", True),
+        ("More nuclear plants are needed to deal with energy deficit concerns",
+         "If new nuclear power stations are built they will only be half way through their "
+         "life cycle before they become useless.", False),
+        ("Plastic bags do not harm the environment.",
+         "Plastic bags kill thousands of sea turtles and birds every year.", False),
+    ]  # fmt: skip
+    clusters, reasons = [], []
+    for i, (p, s, _) in enumerate(cases):
+        m = Member(str(i), p, 0.9, 0.9)
+        clusters.append(PerspectiveCluster(m, (m,), "support", 0.9, 0.8))
+        reasons.append(Why(f"e{i}", s, (0, len(s))))
+    clusters.append(clusters[0])  # a cluster without a reason keeps none
+    reasons.append(None)
+    got = why.read_back(clusters, reasons, reader, cuts)
+    assert [g is not None for g in got] == [kept for *_, kept in cases] + [False]
+    assert got[0] == reasons[0]
+
+
+def test_the_reader_is_loaded_only_for_a_pair_model_that_names_it(tiny_pair_model, tmp_path):
+    import shutil
+
+    from perspect.reranker import factory
+
+    assert factory.load(["pair", "reader"], factory.TORCH, tiny_pair_model).reader is None
+    named = tmp_path / "pair"
+    shutil.copytree(tiny_pair_model, named)
+    man = json.loads((named / "manifest.json").read_text())
+    man["reason_reader"] = {"entry": "comparator"}
+    (named / "manifest.json").write_text(json.dumps(man))
+    if (named / "bundle.json").is_file():
+        restamp_bundle(named)
+    reader = factory.load(["pair", "reader"], factory.TORCH, named).reader
+    assert reader is not None and reader.reads_inference

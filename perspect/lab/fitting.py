@@ -227,7 +227,8 @@ def refit_verdict(
 ) -> PairModel:
     """Fit only the evidence verdict cut (Decisions.evidence_verdict) of a saved pair model on
     the tune claims' gold clusters, over the links of `index` (else a scratch BM25 + dense
-    index of the pools): `make models` step "verdict"."""
+    index of the pools), and name the joint reader as the cited reasons' reader: `make models`
+    step "verdict"."""
     from dataclasses import replace
 
     reporter = reporter or NullReporter()
@@ -244,6 +245,13 @@ def refit_verdict(
     decisions = Decisions.from_manifest(model.manifest)
     cut = rv.fit_verdict(pred.t4, decisions.stack("evidence"))
     model.manifest["thresholds"]["evidence_verdict"] = cut
+    # the cited reasons are read back by the bundle's joint reader (perspect.pipeline.why
+    # read_back) under its own compare cuts, where the bundle's comparator has the inference head
+    model.manifest["reason_reader"] = {
+        "entry": "comparator",
+        "cuts": "the reader's decisions.compare: P(entail) and P(contradict) at 80 % precision "
+        "on held-out inference pairs",
+    }
     fitted = replace(decisions, evidence_verdict=cut)
     model.manifest.setdefault("tune_metrics", {})["verdicts"] = rv.verdict_accuracy(pred.t4, fitted)
     model.save(model_dir)

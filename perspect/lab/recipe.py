@@ -82,7 +82,8 @@ def steps(
     # rev 2: the trunk is the relation model's
     out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=2))
     out.append(Step("unclear", "unclear", "pair"))  # the margin of sides too close to call
-    out.append(Step("verdict", "verdict", "pair", reads=("dense",)))  # evidence verdicts
+    # evidence verdicts (rev 1: and the joint reader named as the cited reasons' reader)
+    out.append(Step("verdict", "verdict", "pair", reads=("dense",), rev=1))
     # the mining decision (issue 45): is a sentence of the reader's documents an argument on the
     # claim, and on which side; fitted on an index with the evidence paragraphs as documents
     # (rev 3: the side is the stance decision's, past a fitted margin; the cut for arguments at

@@ -128,7 +128,7 @@ class EngineConfig:
 
 
 # the models a search scores with: the pair model and those its manifest names
-PAIR_MODELS = ("pair", "equivalence", "trunk")
+PAIR_MODELS = ("pair", "equivalence", "trunk", "reader")
 FAST_EQUIVALENCE_PAIRS = 24
 
 
@@ -213,8 +213,15 @@ class Engine:
             if self.relation
             else None
         )
+        reader = models.reader
         self.evidence_stage = Evidence(
-            searcher, self.decisions, cfg.evidence_clusters, cfg.evidence_per_cluster, cuts
+            searcher,
+            self.decisions,
+            cfg.evidence_clusters,
+            cfg.evidence_per_cluster,
+            cuts,
+            reader,
+            RelationCuts.from_manifest(reader.manifest, "compare") if reader else None,
         )
         self.mining = Mining(
             searcher,

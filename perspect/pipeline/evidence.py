@@ -30,6 +30,8 @@ class Evidence:
         clusters: int,
         per_cluster: int,
         cuts: RelationCuts | None = None,
+        reader=None,
+        reader_cuts: RelationCuts | None = None,
     ):
         """`cuts`: the relation model's, where links carry its judgments of their cited
         sentences (indexer.links.with_relations): then a paragraph "supports" only when its
@@ -37,6 +39,10 @@ class Evidence:
         self.searcher = searcher
         self.decisions = decisions
         self.cuts = cuts
+        # the joint reader and its cuts, where the pair model names it (`reason_reader`): a
+        # cited reason it does not read as backing its perspective is not shown (why.read_back)
+        self.reader = reader if reader_cuts is not None else None
+        self.reader_cuts = reader_cuts
         self.clusters = clusters  # clusters that get evidence (a lookup: cheap)
         self.per_cluster = per_cluster  # paragraphs shown per cluster
 
@@ -79,6 +85,8 @@ class Evidence:
         vecs = persp.vectors if persp is not None and ev is not None else None
         embed = ev.embed_queries if vecs is not None else None
         reasons = why.cite(clusters, vecs, embed, stored if vecs is not None else None, self.cuts)
+        if self.reader is not None:
+            reasons = why.read_back(clusters, reasons, self.reader, self.reader_cuts)
         return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
 
     def for_groups(self, groups: Sequence[Sequence[str]]) -> list[list[EvidenceItem]]:

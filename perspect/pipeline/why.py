@@ -116,3 +116,28 @@ def _overlap(perspective: str, sentence: str) -> float:
     """The share of the perspective's words the sentence repeats."""
     p = set(_WORD.findall(perspective.lower()))
     return len(p & set(_WORD.findall(sentence.lower()))) / max(1, len(p))
+
+
+def read_back(
+    clusters: Sequence[PerspectiveCluster], reasons: Sequence[Why | None], reader, cuts: RelationCuts
+) -> list[Why | None]:
+    """The cited reasons the joint reader (the comparator's inference head) reads as entailing
+    their cluster's perspective, and not contradicting it; the others become None ("no backing
+    sentence found"). One pair per cited cluster, in one batch (about 10 a search).
+    Why: the cosine picks the sentence closest to the perspective, whichever way it argues. On the
+    reader bench's 24 claims (bench/reader.py, judged by hand), 45 reasons were cited: 34 backed
+    their perspective, 7 argued the opposite, 4 did not bear on it; the 16 this check keeps: 14,
+    1 and 1 (bench/RESULTS.md, "Cited reasons"). Fewer reasons, but a reason shown is one."""
+    todo = [
+        (i, w.sentence, c.representative.text)
+        for i, (c, w) in enumerate(zip(clusters, reasons, strict=True))
+        if w is not None
+    ]
+    if not todo:
+        return list(reasons)
+    p = reader.inference([(s, r) for _, s, r in todo])
+    out = list(reasons)
+    for k, (i, _, _) in enumerate(todo):
+        if p[k, 0] < cuts.entail_at or p[k, 2] >= cuts.contradict_at:
+            out[i] = None
+    return out
