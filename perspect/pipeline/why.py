@@ -119,7 +119,10 @@ def _overlap(perspective: str, sentence: str) -> float:
 
 
 def read_back(
-    clusters: Sequence[PerspectiveCluster], reasons: Sequence[Why | None], reader, cuts: RelationCuts
+    clusters: Sequence[PerspectiveCluster],
+    reasons: Sequence[Why | None],
+    reader,
+    cuts: RelationCuts,
 ) -> list[Why | None]:
     """The cited reasons the joint reader (the comparator's inference head) reads as entailing
     their cluster's perspective, and not contradicting it; the others become None ("no backing
