@@ -90,8 +90,12 @@ def load(
     named_by = None
     if "pair" in want or pair is not None:
         named_by, got["pair"] = _pair(pair, serving)
-    for name in want:
-        if name != "pair":
+    # the reader after the comparator: where both are asked for (a search with news), the reader
+    # is the comparator already loaded, not a second copy of it
+    for name in sorted((w for w in want if w != "pair"), key=lambda w: w == "reader"):
+        if name == "reader" and got.get("comparator") is not None:
+            got[name] = _named_reader(named_by, got["comparator"])
+        else:
             got[name] = LOADERS[name](named_by, entries.get(name), serving)
     return Models(**got)
 
@@ -149,8 +153,12 @@ def _reader(pair: PairModel | None, entry: Path | None, serving: Serving):
     the inference head; None otherwise (reasons are then cited as the cosine picks them)."""
     if pair is None or not pair.manifest.get("reason_reader"):
         return None
-    got = _comparator(pair, entry, serving)
-    return got if got is not None and got.reads_inference else None
+    return _named_reader(pair, _comparator(pair, entry, serving))
+
+
+def _named_reader(pair: PairModel | None, comparator: Comparator | None) -> Comparator | None:
+    named = pair is not None and pair.manifest.get("reason_reader")
+    return comparator if named and comparator is not None and comparator.reads_inference else None
 
 
 LOADERS: dict[str, Loader] = {

@@ -57,6 +57,16 @@ NEWS = [
 ]
 
 
+# two short articles on one council vote: the vote agrees, its outcome is disputed, and each has a
+# sentence the other does not address (compare's tests, with each reader of inference)
+COUNCIL_ARTICLES = (
+    "The council voted on the new parking rules on Monday. The plan passed by seven votes to two. "
+    "The market will move to Station Square.",
+    "On Monday the council voted on the parking rules. The plan was rejected by six votes to "
+    "three. A new species of frog was found in Peru.",
+)
+
+
 def write_json(path: Path, data) -> Path:
     path.write_text(json.dumps(data), encoding="utf-8")
     return path

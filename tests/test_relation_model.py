@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from perspect.core.model import bundle
+from tests.conftest import COUNCIL_ARTICLES
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 pytestmark = [
@@ -116,16 +117,7 @@ def test_the_issues_survey_contradiction_is_a_dispute(trunk):
 def test_compare_calls_a_contradiction_a_dispute_and_leaves_unrelated_out(trunk, tmp_path):
     from perspect.pipeline.compare import Article, SentenceEncoder, compare_articles
 
-    a = Article.from_text(
-        "A",
-        "The council voted on the new parking rules on Monday. The plan passed by seven votes "
-        "to two. The market will move to Station Square.",
-    )
-    b = Article.from_text(
-        "B",
-        "On Monday the council voted on the parking rules. The plan was rejected by six votes "
-        "to three. A new species of frog was found in Peru.",
-    )
+    a, b = (Article.from_text(t, text) for t, text in zip("AB", COUNCIL_ARTICLES, strict=True))
     enc = SentenceEncoder(bundle.resolve(MODELS / "dense"))
     res = compare_articles(a, b, None, enc, stance=trunk)
     by_a = {x.a: x for x in res.links}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from perspect.core.model import bundle
-from tests.conftest import restamp_bundle, run_cli
+from tests.conftest import COUNCIL_ARTICLES, restamp_bundle, run_cli
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 pytestmark = [
@@ -254,16 +254,7 @@ def test_compare_reads_a_negated_paraphrase_as_an_agreement(a, b, compare_models
 def test_compare_with_the_reader_keeps_agreements_and_leaves_unrelated_out(compare_models):
     from perspect.pipeline.compare import Article, compare_articles
 
-    a = Article.from_text(
-        "A",
-        "The council voted on the new parking rules on Monday. The plan passed by seven votes "
-        "to two. The market will move to Station Square.",
-    )
-    b = Article.from_text(
-        "B",
-        "On Monday the council voted on the parking rules. The plan was rejected by six votes "
-        "to three. A new species of frog was found in Peru.",
-    )
+    a, b = (Article.from_text(t, text) for t, text in zip("AB", COUNCIL_ARTICLES, strict=True))
     reader, enc, trunk = compare_models
     res = compare_articles(a, b, reader, enc, stance=trunk)
     by_a = {x.a: x for x in res.links}
@@ -339,3 +330,5 @@ def test_the_reader_is_loaded_only_for_a_pair_model_that_names_it(tiny_pair_mode
         restamp_bundle(named)
     reader = factory.load(["pair", "reader"], factory.TORCH, named).reader
     assert reader is not None and reader.reads_inference
+    both = factory.load(["pair", "comparator", "reader"], factory.TORCH, named)
+    assert both.reader is both.comparator  # a search with news: one copy, not two

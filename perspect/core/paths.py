@@ -23,11 +23,11 @@ MINILM_NAMES = {"minilm", PACKAGED_MINILM.lower(), HUB_MINILM.lower()}
 PACKAGED_MPNET = "all-mpnet-base-v2"
 HUB_MPNET = f"sentence-transformers/{PACKAGED_MPNET}"
 MPNET_NAMES = {"mpnet", PACKAGED_MPNET.lower(), HUB_MPNET.lower()}
-# sha256 of the packaged all-mpnet-base-v2 weights: the five registry parts are one zip, so a
-# damaged or partial install is caught here rather than as a wrong answer
 # the inference pairs (SNLI, MultiNLI, counterfactual revisions, Breaking NLI) the relation model
 # and the joint reader train on: beside the checkout, as every session's shared data
 INFERENCE_DATA = Path("../shared/data/inference")
+# sha256 of the packaged all-mpnet-base-v2 weights: the five registry parts are one zip, so a
+# damaged or partial install is caught here rather than as a wrong answer
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 MPNET_FILES = (
     "config.json",
