@@ -197,3 +197,31 @@ def test_parsed_figures_that_conflict_are_a_dispute_even_where_the_reader_entail
     got = judge_pairs(a, b, [(0, 0), (1, 1)], None, CompareConfig(), reader)
     assert got[0] is not None and got[0][0] == "weakens" and got[0][2]  # with the figures' spans
     assert got[1] is not None and got[1][0] == "strengthens"  # the same figure: the reader's call
+
+
+def test_listed_opposites_with_one_negation_agree_and_without_dispute():
+    """A complement with one of the two sentences negated says the same thing; opposites with
+    neither negated contradict; a contrary under one negation, or different quantifiers, give no
+    reading (the model's is kept)."""
+    from perspect.pipeline.polarity import reading
+
+    assert reading("The council rejected the plan.", "The council did not approve it.") == "agree"
+    assert reading("The factory will stay open.", "The factory won't close.") == "agree"
+    assert reading("The bill was turned down.", "The senate did not accept the bill.") == "agree"
+    assert reading("The mayor supported the plan.", "The mayor opposed the plan.") == "dispute"
+    assert reading("Prices rose by 5 percent.", "Prices fell by 5 percent.") == "dispute"
+    assert reading("The appeal was rejected.", "The court accepted the appeal.") == "dispute"
+    assert reading("The team lost.", "The team did not lose.") is None  # no opposite: the model
+    assert reading("Prices did not rise.", "Prices fell.") is None  # not rising is not falling
+    assert reading("Only a third passed the exam.", "Two thirds failed the exam.") is None
+    assert reading("The meeting lasted four hours.", "The council met for four hours.") is None
+
+
+def test_a_negated_antonym_is_an_agreement_even_where_the_reader_reads_a_contradiction():
+    from perspect.pipeline.compare import CompareConfig, judge_pairs
+
+    a = ["The factory will stay open until 2030.", "Side effects were mild and rare."]
+    b = ["The factory will not close before 2030.", "Patients had severe side effects."]
+    reader = _Fixed({a[0]: (0.03, 0.02, 0.95), a[1]: (0.70, 0.20, 0.10)})
+    got = judge_pairs(a, b, [(0, 0), (1, 1)], None, CompareConfig(), reader)
+    assert [g[0] for g in got] == ["strengthens", "weakens"]

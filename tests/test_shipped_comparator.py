@@ -233,16 +233,11 @@ def test_compare_reads_the_issues_survey_contradiction_as_a_dispute(compare_mode
         ("The factory will stay open until 2030.", "The factory will not close before 2030."),
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="a known gap of the joint reader (bench/STUDIES.md, 'The joint reader'): a 'not' with "
-    "an antonym reads as a contradiction (P .66 and .95), as SNLI-style pairs teach; the "
-    "relation model's same-point head cannot veto it, as it reads the issue's survey "
-    "contradiction as one point too (.94)",
-)
 def test_compare_reads_a_negated_paraphrase_as_an_agreement(a, b, compare_models):
     """What a reader expects: two sentences that say the same thing, one with "not" and the
-    antonym, are an agreement."""
+    antonym, are an agreement. The joint reader reads them as a contradiction (P .66 and .95,
+    as SNLI-style pairs teach: bench/STUDIES.md, "The joint reader"); the listed complements
+    with one negation (perspect.pipeline.polarity) make them the agreement they are."""
     from perspect.pipeline.compare import Article, compare_articles
 
     reader, enc, trunk = compare_models

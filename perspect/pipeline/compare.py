@@ -24,6 +24,7 @@ import numpy as np
 from perspect.core.errors import InputError
 from perspect.indexer.news import split_sentences
 from perspect.indexer.readers import read_text_file
+from perspect.pipeline import polarity
 from perspect.pipeline.quantities import conflicts
 from perspect.reranker.comparator import Comparator
 
@@ -317,10 +318,15 @@ def judge_pairs(
         # On bench/sentence_pairs.py 16 -> 18 of 41 right ("The team lost the final" / "did not
         # win the final": E .51, C .49), compare_cases unchanged (13/19, 11/11; 22/33, 16/20)
         entailed = entail >= entail_at and entail > contra and not figures
-        if (contra >= contradict_at and not entailed) or figures:
-            out.append(("weakens", max(contra, 0.9 if figures else 0.0), figures))
-        elif entail >= entail_at or same[k] >= cfg.same_at:
-            out.append(("strengthens", max(entail, float(same[k])), ()))
+        # listed opposites with their negations (perspect.pipeline.polarity): "rejected" / "did
+        # not approve" is an agreement the reader calls a contradiction
+        lexical = polarity.reading(a[i], b[j])
+        model_dispute = contra >= contradict_at and not entailed and lexical != "agree"
+        if figures or lexical == "dispute" or model_dispute:
+            sure = 0.9 if figures or lexical == "dispute" else 0.0
+            out.append(("weakens", max(contra, sure), figures))
+        elif entail >= entail_at or same[k] >= cfg.same_at or lexical == "agree":
+            out.append(("strengthens", max(entail, float(same[k]), 0.9 * (lexical == "agree")), ()))
         else:
             out.append(None)
     return out
