@@ -338,12 +338,14 @@ FITTED = ("tune", "dev", "match")
 
 
 def _pair_key(folder: Path) -> str:
-    """The pair model's manifest less its decisions (which this step writes): what the rows
-    read of it."""
+    """The pair model's manifest less what the rows do not read of it: its decisions (which
+    this step writes), its cuts and tune metrics (the `unclear` and `verdict` steps' refits) and
+    the reasons' reader it names."""
     import hashlib
 
     man = json.loads((folder / "manifest.json").read_text())
-    man.pop("decisions", None)
+    for key in ("decisions", "thresholds", "tune_metrics", "reason_reader"):
+        man.pop(key, None)
     return hashlib.sha256(json.dumps(man, sort_keys=True).encode()).hexdigest()[:12]
 
 
