@@ -215,6 +215,11 @@ def test_listed_opposites_with_one_negation_agree_and_without_dispute():
     assert reading("Prices did not rise.", "Prices fell.") is None  # not rising is not falling
     assert reading("Only a third passed the exam.", "Two thirds failed the exam.") is None
     assert reading("The meeting lasted four hours.", "The council met for four hours.") is None
+    # the opposites said of two different things: neither an agreement nor a dispute
+    assert reading("The north gate will stay open.", "The south gate will close.") == "different"
+    assert reading("Sales of electric cars rose.", "Sales of diesel cars fell.") == "different"
+    assert reading("It passed its inspection.", "It failed three inspections.") == "dispute"
+    assert reading("It will stay open until May.", "It will not close before May.") == "agree"
 
 
 def test_a_negated_antonym_is_an_agreement_even_where_the_reader_reads_a_contradiction():
@@ -225,3 +230,7 @@ def test_a_negated_antonym_is_an_agreement_even_where_the_reader_reads_a_contrad
     reader = _Fixed({a[0]: (0.03, 0.02, 0.95), a[1]: (0.70, 0.20, 0.10)})
     got = judge_pairs(a, b, [(0, 0), (1, 1)], None, CompareConfig(), reader)
     assert [g[0] for g in got] == ["strengthens", "weakens"]
+    # two different things: neither, though the reader reads a contradiction
+    a, b = ["The east wing will stay open."], ["The west wing will close."]
+    reader = _Fixed({a[0]: (0.02, 0.03, 0.95)})
+    assert judge_pairs(a, b, [(0, 0)], None, CompareConfig(), reader) == [None]

@@ -321,6 +321,9 @@ def judge_pairs(
         # listed opposites with their negations (perspect.pipeline.polarity): "rejected" / "did
         # not approve" is an agreement the reader calls a contradiction
         lexical = polarity.reading(a[i], b[j])
+        if lexical == "different":  # "the north entrance" / "the south entrance": two facts
+            out.append(None)
+            continue
         model_dispute = contra >= contradict_at and not entailed and lexical != "agree"
         if figures or lexical == "dispute" or model_dispute:
             sure = 0.9 if figures or lexical == "dispute" else 0.0

@@ -96,21 +96,73 @@ def _words(sentence: str) -> list[str]:
 
 
 def reading(a: str, b: str) -> str | None:
-    """ "dispute", "agree" or None (no listed opposites, or nothing to conclude from them)."""
+    """The two sentences' reading from their listed opposites: "dispute", "agree", "different"
+    (the opposites are said of two different things: neither an agreement nor a dispute) or
+    None (no listed opposites, or nothing to conclude from them)."""
     wa, wb = _words(a), _words(b)
     if {w for w in wa if w in QUANTIFIERS} != {w for w in wb if w in QUANTIFIERS}:
         return None
     la, lb = {_lemma(w) for w in wa}, {_lemma(w) for w in wb}
-    kinds = {
-        OPPOSITE[x][y]
+    pairs = [
+        (x, y, OPPOSITE[x][y])
         for x in la
         if x in OPPOSITE
         for y in OPPOSITE[x]
         if y in lb and y not in la and x not in lb
-    }
-    if not kinds:
+    ]
+    if not pairs:
         return None
+    if _contrasted(wa, wb, {x for x, _, _ in pairs} | {y for _, y, _ in pairs}):
+        return "different"
+    kinds = {k for _, _, k in pairs}
     odd = (sum(w in NEGATORS for w in wa) + sum(w in NEGATORS for w in wb)) % 2 == 1
     if not odd:
         return "dispute"
     return "agree" if kinds == {"complement"} else None
+
+
+# words that carry no subject of their own: left out before two sentences' slots are compared
+_FRAME = NEGATORS | {
+    "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had",
+    "will", "would", "shall", "should", "can", "could", "may", "might", "must", "stay", "stays",
+    "stayed", "remain", "remains", "remained", "still", "again", "also",
+}  # fmt: skip
+# words whose difference is not a different subject ("its inspection" / "three inspections")
+_NOT_A_SUBJECT = {
+    "the", "a", "an", "its", "his", "her", "their", "our", "my", "your", "this", "that", "these",
+    "those", "in", "on", "at", "by", "for", "of", "to", "from", "with", "and", "or", "but", "one",
+    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "until", "till",
+    "before", "after", "since", "during", "over", "through", "about", "as", "than",
+}  # fmt: skip
+
+
+def _contrasted(wa: list[str], wb: list[str], opposites: set[str]) -> bool:
+    """The two sentences speak of two different things: a word only one of them has stands
+    where a word only the other has stands, between the same words ("the *north* entrance
+    will stay open" / "the *south* entrance will be closed"; the opposites count as one word).
+    Without it, bench/sentence_pairs.py's fourth set read its four pairs of different facts as
+    disputes."""
+
+    def frame(words: list[str]) -> list[str]:  # plurals as their singular: "inspection(s)"
+        return [
+            "<opposite>" if _lemma(w) in opposites else w[:-1] if _plural(w) else w
+            for w in words
+            if w not in _FRAME
+        ]
+
+    fa, fb = frame(wa), frame(wb)
+    only_a, only_b = set(fa) - set(fb), set(fb) - set(fa)
+
+    def slots(f: list[str], only: set[str]) -> set[tuple[str, str]]:
+        padded = ["<start>", *f, "<end>"]
+        return {
+            (padded[k - 1], padded[k + 1])
+            for k in range(1, len(padded) - 1)
+            if padded[k] in only and padded[k] not in _NOT_A_SUBJECT
+        }
+
+    return bool(slots(fa, only_a) & slots(fb, only_b))
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
