@@ -8,7 +8,7 @@ import numpy as np
 
 from perspect import Perspect
 from perspect.core.model.decisions import UNCLEAR, Decisions
-from perspect.core.presentation.render import to_markdown
+from perspect.core.presentation.render import print_result, to_markdown
 from perspect.core.result import Member, PerspectiveCluster
 from perspect.lab import reader_view as rv
 from perspect.pipeline.order import ordered
@@ -67,7 +67,9 @@ def test_unclear_clusters_come_last_and_stay_out_of_the_balance():
     assert doc["side_label"] == "unclear (leans support)"
 
 
-def test_the_engine_shows_sides_it_cannot_tell_as_unclear(tiny_index, tiny_pair_model, tmp_path):
+def test_the_engine_shows_sides_it_cannot_tell_as_unclear(
+    tiny_index, tiny_pair_model, tmp_path, capsys
+):
     from perspect.reranker.model import PairModel
 
     claim = "Animals feel pain and need legal protection"
@@ -87,3 +89,8 @@ def test_the_engine_shows_sides_it_cannot_tell_as_unclear(tiny_index, tiny_pair_
     assert {c["stance"] for c in doc["clusters"]} == {"unclear"}
     assert doc["coverage"]["unclear"] == len(res.clusters)
     assert "## Unclear" in to_markdown(res)
+    print_result(res)  # the CLI's text: under "Unclear", each with the side it leans to
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"Unclear ({len(res.clusters)})" in text
+    assert "(leans support)" in text or "(leans oppose)" in text
+    assert "(unclear" not in text

@@ -233,7 +233,10 @@ def print_result(res: SearchResult) -> None:
     if unclear:  # its own line each: the model cannot tell their side
         con.print(f"[yellow]Unclear ({len(unclear)}): the model cannot tell their side[/]")
         for c in unclear:
-            con.print(f"  [yellow]?[/] {literal(c.representative.text)} [dim]({c.side_label})[/]")
+            lean = (
+                f"leans {c.leans}" if c.leans else "no lean"
+            )  # under "Unclear": not "unclear" again
+            con.print(f"  [yellow]?[/] {literal(c.representative.text)} [dim]({lean})[/]")
             if (said := sources_line(c)) is not None:
                 con.print(f"    [dim]{said}[/]")
             for line in _mined_lines(c):  # where each mined phrasing comes from, as on a side
