@@ -303,8 +303,9 @@ def judge_pairs(
 ):
     """For each aligned (i, j): ("weakens" | "strengthens", probability, figure spans) or None
     (neither), by inference (`reader`'s, else the relation model's joint form, each under its
-    own fitted cuts), the relation model's same-point head and the figures the two state. The
-    one judgment of two sentences: `compare` and bench/sentence_pairs.py both read it."""
+    own fitted cuts), the relation model's same-point head, the figures the two state
+    (perspect.pipeline.quantities) and the listed opposites they use (perspect.pipeline.polarity).
+    The one judgment of two sentences: `compare` and bench/sentence_pairs.py both read it."""
     contradict_at, entail_at = relation_cuts(reader or relation, cfg)
     p = inference(reader or relation, a, b, pairs) if pairs else np.zeros((0, 3))
     same = np.zeros(len(pairs))
@@ -329,7 +330,8 @@ def judge_pairs(
             sure = 0.9 if figures or lexical == "dispute" else 0.0
             out.append(("weakens", max(contra, sure), figures))
         elif entail >= entail_at or same[k] >= cfg.same_at or lexical == "agree":
-            out.append(("strengthens", max(entail, float(same[k]), 0.9 * (lexical == "agree")), ()))
+            sure = 0.9 if lexical == "agree" else 0.0
+            out.append(("strengthens", max(entail, float(same[k]), sure), ()))
         else:
             out.append(None)
     return out
