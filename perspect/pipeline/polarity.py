@@ -63,7 +63,8 @@ FORMS = {
 }  # fmt: skip
 PHRASES = {"turned down": "rejected", "turn down": "reject", "shut down": "close",
            "in favour of": "supporting", "in favor of": "supporting", "no longer": "not",
-           "laid off": "dismissed", "let go": "dismissed"}  # fmt: skip
+           "laid off": "dismissed", "let go": "dismissed", "close to": "near",
+           "in common": "shared"}  # fmt: skip
 NEGATORS = {"not", "never", "no", "nobody", "nothing", "none", "neither", "nor", "cannot"}
 QUANTIFIERS = {"more", "most", "fewer", "less", "few", "many", "some", "all", "every", "several",
                "only", "half", "third", "thirds", "quarter", "majority", "minority"}  # fmt: skip
