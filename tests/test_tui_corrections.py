@@ -155,5 +155,5 @@ def test_the_cluster_item_colours_an_unclear_side_yellow():
     )
     item = ClusterItem(c)
     text = item._text()
-    assert "unclear (leans support)" in text.plain
+    assert "leans support 0.55" in text.plain and "unclear (" not in text.plain
     assert text.spans[0].style == "yellow"

@@ -22,7 +22,9 @@ class ClusterItem(ListItem):
         t = Text()
         t.append(bar(c.strength, 8), style=colour)
         t.append(f" {plain(c.representative.text)}\n")
-        meta = [f"{c.side_label} {c.strength:.2f}"]
+        # in the Unclear column, the side it leans to ("unclear" is the column's title)
+        label = f"leans {c.leans}" if c.stance == "unclear" and c.leans else c.side_label
+        meta = [f"{label} {c.strength:.2f}"]
         if len(c.members) > 1:
             meta.append(f"{len(c.members)} phrasings")
         if c.evidence:
