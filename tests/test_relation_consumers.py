@@ -30,6 +30,13 @@ def test_figures_are_read_with_their_kind_and_interval():
     assert figures("No one was injured.") == []  # "one" as a pronoun is no count
 
 
+def _conflicts_exactly(conflicting, compatible) -> None:
+    for a, b in conflicting:
+        assert conflicts(a, b), (a, b)
+    for a, b in compatible:
+        assert not conflicts(a, b), (a, b)
+
+
 def test_conflicting_figures_are_found_and_compatible_ones_are_not():
     pairs = [
         ("Firefighters had it under control within three hours.", "It burned more than 8 hours."),
@@ -37,16 +44,13 @@ def test_conflicting_figures_are_found_and_compatible_ones_are_not():
         ("The council voted on Tuesday.", "The council voted on Wednesday."),
         ("The plan passed by seven votes to two.", "The plan failed by six votes to three."),
     ]
-    for a, b in pairs:
-        assert conflicts(a, b), (a, b)
     same = [
         ("About forty firefighters fought the blaze.", "Some 42 firefighters fought the blaze."),
         ("The meeting lasted more than four hours.", "The meeting ran for five hours."),
         ("The mill opened in 1952.", "The mill has operated since 1952."),
         ("The plant employs 300 people.", "The company cut 200 jobs."),  # different things
     ]
-    for a, b in same:
-        assert not conflicts(a, b), (a, b)
+    _conflicts_exactly(pairs, same)
 
 
 def test_amounts_in_words_and_times_ahead_are_read_and_compared():
@@ -65,16 +69,13 @@ def test_amounts_in_words_and_times_ahead_are_read_and_compared():
         ("The strike lasted three days.", "The strike was over within a day."),
         ("A few dozen people came to the protest.", "Thousands of people joined the protest."),
     ]
-    for a, b in pairs:
-        assert conflicts(a, b), (a, b)
     same = [
         ("The museum will stay closed for a week.", "The museum is shut for seven days."),
         ("Several hundred people attended.", "About 400 people attended."),
         ("The line will open this year.", "The line will open next month."),
         ("The factory will stay open until 2030.", "The factory will not close before 2030."),
     ]
-    for a, b in same:
-        assert not conflicts(a, b), (a, b)
+    _conflicts_exactly(pairs, same)
 
 
 def test_a_judged_link_supports_only_when_its_sentence_entails():

@@ -57,9 +57,7 @@ FORMS = {
     "criticize": "criticise", "criticized": "criticise", "criticised": "criticise",
     "favor": "favour", "favoured": "favour", "favored": "favour", "approval": "approve",
     "rejection": "reject", "severely": "severe", "mildly": "mild", "rarely": "rare",
-    "absence": "absent", "presence": "present", "successful": "success", "failed": "fail",
-    "failure": "failure", "succeeded": "succeed", "passed": "pass", "praised": "praise",
-    "complained": "complain", "increased": "increase", "decreased": "decrease",
+    "absence": "absent", "presence": "present", "successful": "success",
 }  # fmt: skip
 PHRASES = {"turned down": "rejected", "turn down": "reject", "shut down": "close",
            "in favour of": "supporting", "in favor of": "supporting", "no longer": "not",
