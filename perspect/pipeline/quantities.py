@@ -27,6 +27,7 @@ WORDS = {
     "ninety": 90, "hundred": 100, "dozen": 12, "a dozen": 12, "half": 0.5, "a hundred": 100,
 }  # fmt: skip
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+MONEY = ("dollars", "euros", "pounds", "dollar", "euro", "pound")
 SECONDS = {
     "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800,
     "month": 2629800, "year": 31557600, "decade": 315576000,
@@ -188,9 +189,6 @@ def figures(sentence: str) -> list[Figure]:
         lo, hi = SHARES[m.group(1).lower()]
         out.append(Figure(f"share:{_noun(m.group(2))}", lo, hi, m.group(0), m.span()))
     return out
-
-
-MONEY = ("dollars", "euros", "pounds", "dollar", "euro", "pound")
 
 
 def _vague(sentence: str) -> list[Figure]:
