@@ -389,6 +389,12 @@ def stacks_head(manifest: dict[str, Any]) -> bool:
     return "head" in manifest["stance_trunk"]["calibration"]
 
 
+def valence_weight(manifest: dict[str, Any]) -> float:
+    """The weight of a claim's second reading in P(support) (perspect.pipeline.valence), fitted
+    on held-out train claims; 0 for a bundle fitted before it."""
+    return float(manifest["stance_trunk"].get("valence", {}).get("weight", 0.0))
+
+
 def calibrated(
     manifest: dict[str, Any], p: np.ndarray, head: np.ndarray | None = None
 ) -> np.ndarray:

@@ -250,3 +250,48 @@ def test_make_models_finds_the_committed_bundle_up_to_date():
     )
     assert [o.step for o in outcomes] == [s.name for s in recipe.steps()]
     assert all("up to date" in line for line in said), said
+
+
+def test_arguments_about_the_thing_a_claim_acts_on_are_placed_by_its_second_reading(shipped):
+    """The hand-written sources of bench/sources/ (issue 45): each arguing article's sentences
+    take its side. Read against "Zoos should be closed" alone, "zoos save species" is a coin
+    toss (AUROC .41 on the zoo articles); with the claim's second reading ("Zoos are good", the
+    other way round) the shipped decision places them (.90), and all three claims gain (.66 ->
+    .80, bench/RESULTS.md)."""
+    import json
+
+    from sklearn.metrics import roc_auc_score
+
+    from perspect.indexer.news import sentence_spans
+
+    engine = shipped.engine()
+    sources = Path(__file__).resolve().parent.parent / "bench" / "sources"
+    claims = {
+        "zoos": "Zoos should be closed",
+        "crypto": "Cryptocurrency should be banned",
+        "ai_pause": "Artificial intelligence research should be paused",
+    }
+    manifest = engine.model.manifest["stance_trunk"]
+    fitted = dict(manifest["valence"])
+    assert fitted["weight"] > 0
+    got = {}
+    try:
+        for weight in (0.0, fitted["weight"]):
+            manifest["valence"] = {**fitted, "weight": weight}
+            ys, ps = [], []
+            for name, claim in claims.items():
+                for line in (sources / f"{name}.jsonl").read_text().splitlines():
+                    art = json.loads(line)
+                    # bench/sources.py's KIND: articles 1-4 argue for, 5-8 against, 9-10 report
+                    number = int(art["id"].rsplit("-", 1)[1])
+                    if number > 8:
+                        continue
+                    side = 1 if number <= 4 else 0
+                    texts = [art["text"][a:b] for a, b in sentence_spans(art["text"])]
+                    ps.extend(engine.stance(claim, texts))
+                    ys.extend([side] * len(texts))
+            got[weight] = roc_auc_score(ys, ps)
+    finally:
+        manifest["valence"] = fitted
+    assert len(ys) == 78
+    assert got[0.0] < 0.72 and got[fitted["weight"]] >= 0.76, got

@@ -291,3 +291,55 @@ def test_recalibrate_with_a_trunk_fits_the_stack_and_keeps_it(
     assert "T2" in m["tune_metrics"]
     again = recalibrate(folder, tiny_perspectrum, retrievers=("bm25", "dense")).manifest
     assert again["stance_trunk"]["calibration"] == fit  # kept trunk, same data: the same stack
+
+
+def test_a_claim_with_a_second_reading_mixes_it_in_at_the_fitted_weight(
+    tiny_trunk, tiny_pair_model, tmp_path
+):
+    """P(support) of "X should be banned" is the fitted mix of the claim's own reading and
+    "X is good" read the other way round (pipeline.valence); the weight is fitted on gold
+    perspectives of claims that have a second reading, and a claim without one is unchanged."""
+    from perspect.core.datasets.perspectrum import Claim, Cluster
+    from perspect.lab.fitting import VALENCE_WEIGHTS, fit_stance_decision
+    from perspect.pipeline.stance import StanceScorer
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.model import PairModel
+
+    folder = tmp_path / "pair"
+    shutil.copytree(tiny_pair_model, folder)
+    model = PairModel.load(folder)
+    stance_trunk.attach(model.manifest, folder, tiny_trunk)
+    texts = {p["pId"]: p["text"] for p in PERSPECTIVES}
+    claims = [
+        Claim(1, "School uniforms should be banned.", "train",
+              (Cluster((5,), "SUPPORT", ()), Cluster((3,), "UNDERMINE", ()))),
+        Claim(2, "Animals should have lawful rights.", "train",
+              (Cluster((1,), "SUPPORT", ()), Cluster((6,), "UNDERMINE", ()))),
+    ]  # fmt: skip
+    fit_stance_decision(model, claims, texts)
+    fitted = model.manifest["stance_trunk"]["valence"]
+    assert fitted["weight"] in VALENCE_WEIGHTS and (fitted["claims"], fitted["pairs"]) == (1, 2)
+    assert set(fitted["tune_auroc"]) == {str(w) for w in VALENCE_WEIGHTS}
+
+    trunk = stance_trunk.load_for(model.manifest, model.origin)
+    some = [texts[3], texts[5], texts[2]]
+    model.manifest["stance_trunk"]["valence"] = {"weight": 0.0}
+    own = StanceScorer(model, trunk)("School uniforms should be banned.", some)
+    second = StanceScorer(model, trunk)("School uniforms are good", some)
+    plain = StanceScorer(model, trunk)(claims[1].text, some)
+    model.manifest["stance_trunk"]["valence"] = {"weight": 0.4}
+    mixed = StanceScorer(model, trunk)("School uniforms should be banned.", some)
+    np.testing.assert_allclose(mixed, 0.6 * own + 0.4 * (1 - second), atol=1e-6)
+    np.testing.assert_allclose(StanceScorer(model, trunk)(claims[1].text, some), plain)
+    # the mining stage's entry point, from the trunk's P(support) it already has: the same
+    raw = trunk.support(
+        "School uniforms should be banned.", StanceScorer(model, trunk).states(some)
+    )
+    from_trunk = StanceScorer(model, trunk).from_trunk(
+        "School uniforms should be banned.", some, raw
+    )
+    np.testing.assert_allclose(from_trunk, mixed, atol=1e-6)
+    del model.manifest["stance_trunk"]["valence"]  # a bundle fitted before it: one reading
+    np.testing.assert_allclose(
+        StanceScorer(model, trunk)("School uniforms should be banned.", some), own
+    )

@@ -30,6 +30,7 @@ from perspect.lab.train import colbert as colbert_train
 from perspect.lab.train import dense as dense_train
 from perspect.lab.train import equivalence as equivalence_train
 from perspect.lab.train.pair import Profile, fit_heads, fit_platt, resolve_profile
+from perspect.pipeline import valence
 from perspect.pipeline.engine import Engine
 from perspect.pipeline.stance import StanceScorer
 from perspect.reranker import factory, stance_trunk
@@ -186,9 +187,7 @@ def recalibrate(
     tune_claims, _ = tune_claims_of(data_dir)
     perspectives = load_perspectives(data_dir)
     if "stance_trunk" in model.manifest:
-        model.manifest["stance_trunk"]["calibration"] = fit_stance_stack(
-            model, tune_claims, perspectives
-        )
+        fit_stance_decision(model, tune_claims, perspectives)
     with tempfile.TemporaryDirectory(prefix="perspect-calib-") as tmp:
         searcher = _tune_searcher(data_dir, tmp, index, home, retrievers, reporter)
         engine = Engine.load(searcher, model)
@@ -202,15 +201,68 @@ def recalibrate(
     return model
 
 
+def fit_stance_decision(model: PairModel, claims, perspectives: dict[int, str]) -> None:
+    """The stance stack (fit_stance_stack), then the weight of the claim's second reading over
+    it (fit_valence), into the model's manifest."""
+    model.manifest["stance_trunk"]["calibration"] = fit_stance_stack(model, claims, perspectives)
+    trunk = factory.load(["trunk"], factory.TORCH, model).trunk
+    model.manifest["stance_trunk"]["valence"] = fit_valence(model, trunk, claims, perspectives)
+
+
+VALENCE_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+# AUROC points under the best within which the smallest weight is taken: on the 11 tune claims
+# that have a second reading (179 gold perspectives) the curve is flat from .5 to .9 (78.38 to
+# 78.46), differences far inside its noise; the claim's own reading is kept as much as it can be
+VALENCE_TOLERANCE = 0.5
+
+
+def fit_valence(model: PairModel, trunk, claims, perspectives: dict[int, str]) -> dict[str, Any]:
+    """The weight of a claim's second reading (pipeline.valence) in P(support): the one of
+    VALENCE_WEIGHTS with the best AUROC over the gold perspectives of those of `claims` (held-out
+    train claims) that have a second reading (the smallest within VALENCE_TOLERANCE of the
+    best), 0 where none has one."""
+    from sklearn.metrics import roc_auc_score
+
+    model.manifest["stance_trunk"].pop("valence", None)  # each reading alone
+    support = StanceScorer(model, trunk)
+    ys, ps, qs, n = [], [], [], 0
+    for c in claims:
+        second = valence.of(c.text)
+        gp = [
+            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
+        ]
+        if second is None or not gp:
+            continue
+        texts = [perspectives[p] for p, _ in gp]
+        q = support(second.text, texts)
+        ps.append(support(c.text, texts))
+        qs.append(q if second.sign > 0 else 1 - q)
+        ys.extend(s for _, s in gp)
+        n += 1
+    out: dict[str, Any] = {"weight": 0.0, "claims": n, "pairs": len(ys)}
+    if len(set(ys)) < 2:
+        return out
+    y, p, q = np.array(ys), np.concatenate(ps), np.concatenate(qs)
+    auroc = {str(w): round(100 * roc_auc_score(y, (1 - w) * p + w * q), 2) for w in VALENCE_WEIGHTS}
+    best = max(auroc.values())
+    out["weight"] = min(w for w in VALENCE_WEIGHTS if auroc[str(w)] >= best - VALENCE_TOLERANCE)
+    out["tune_auroc"] = auroc
+    return out
+
+
 def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
-    """Fit only the unclear margin (Decisions.stance_unclear) of a saved pair model on the tune
-    claims' gold perspectives, keeping every other decision: `make models` step "unclear". The
-    full calibration fits it too; this step gives a calibrated model the margin in minutes."""
+    """Fit the weight of a claim's second reading (fit_valence) and the unclear margin
+    (Decisions.stance_unclear) of a saved pair model on the tune claims' gold perspectives,
+    keeping every other decision: `make models` step "unclear". The full calibration fits the
+    margin too; this step gives a calibrated model both in minutes."""
     model = factory.load(["pair"], factory.TORCH, model_dir).pair
     side = Decisions.from_manifest(model.manifest).stance_side
     claims = tune_claims_of(data_dir)[0]
-    support = StanceScorer(model, factory.load(["trunk"], factory.TORCH, model).trunk)
-    rows = rv.stance_rows(support, claims, load_perspectives(data_dir))
+    trunk = factory.load(["trunk"], factory.TORCH, model).trunk
+    perspectives = load_perspectives(data_dir)
+    model.manifest["stance_trunk"]["valence"] = fit_valence(model, trunk, claims, perspectives)
+    support = StanceScorer(model, trunk)
+    rows = rv.stance_rows(support, claims, perspectives)
     margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)
     model.manifest["thresholds"]["stance_unclear"] = margin
     model.manifest.setdefault("tune_metrics", {})["sides"] = rv.side_coverage(rows, side, margin)
@@ -289,9 +341,7 @@ def train(
             )
         model = fit_heads(data_dir, searcher, tasks, base, prof, reporter, log, init, corrections)
         if "stance_trunk" in model.manifest:  # a continued model: its head changed under the stack
-            model.manifest["stance_trunk"]["calibration"] = fit_stance_stack(
-                model, tune_claims, perspectives
-            )
+            fit_stance_decision(model, tune_claims, perspectives)
 
         def run(claims, label: str):
             """The evaluation pipeline over `claims`, as `perspect eval` runs it."""

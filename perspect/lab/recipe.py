@@ -81,8 +81,9 @@ def steps(
     # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
     # rev 2: the trunk is the relation model's
     out.append(Step("calibrate", "calibrate", "pair", reads=reads, rev=2))
-    # the margin of sides too close to call (rev 1: fitted for 85 % right sides shown, not 75 %)
-    out.append(Step("unclear", "unclear", "pair", rev=1))
+    # the margin of sides too close to call (rev 1: fitted for 85 % right sides shown, not 75 %;
+    # rev 2: after the weight of a claim's second reading, pipeline.valence)
+    out.append(Step("unclear", "unclear", "pair", rev=2))
     # evidence verdicts (rev 1: and the joint reader named as the cited reasons' reader)
     out.append(Step("verdict", "verdict", "pair", reads=("dense",), rev=1))
     # the mining decision (issue 45): is a sentence of the reader's documents an argument on the

@@ -148,13 +148,16 @@ class Mining:
         return sorted(out.values(), key=lambda c: -c.cosine)[: self.most]
 
     def read(
-        self, query: Query, cands: Sequence[Candidate]
+        self, query: Query, cands: Sequence[Candidate], states: Sequence[np.ndarray] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The relation model's heads on (claim, sentence), from one pass of its top layers over
-        the stored lower states, and the decision's features from them."""
+        the stored lower states (`states`, where the caller has them), and the decision's
+        features from them."""
         assert self.trunk is not None
         claim = self.trunk.claim_lower(query.text)
-        heads = self.trunk.every_head([claim] * len(cands), self.states(cands))
+        if states is None:
+            states = self.states(cands)
+        heads = self.trunk.every_head([claim] * len(cands), states)
         return heads, features(heads, cands, self.rrf_k)
 
     def judge(self, query: Query, cands: Sequence[Candidate]) -> Judged:
@@ -163,14 +166,18 @@ class Mining:
         if not cands:
             z = np.zeros(0)
             return Judged((), {}, z, z)
-        heads, feats = self.read(query, cands)
+        states = self.states(cands)
+        heads, feats = self.read(query, cands, states)
         argument = self.decision.argument.prob(feats)
         # the side only of those shown: the stance decision's pair-head pass is not paid for
         # candidates under the cut
         shown = np.flatnonzero(argument >= self.decision.cut)
         support = np.full(len(cands), np.nan)
         support[shown] = self.side.from_trunk(
-            query.text, [cands[i].hit.text for i in shown], heads["stance"][shown]
+            query.text,
+            [cands[i].hit.text for i in shown],
+            heads["stance"][shown],
+            [states[i] for i in shown],
         )
         return Judged(tuple(cands), feats, argument, support)
 

@@ -18,6 +18,7 @@ import numpy as np
 from perspect.core.index.stance_states import dequantize
 from perspect.core.model.decisions import UNCLEAR, Decisions
 from perspect.core.result import Member
+from perspect.pipeline import valence
 from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
@@ -49,19 +50,55 @@ class StanceScorer:
             return np.zeros(0)
         if self.trunk is None:
             return self.head(claim, texts)
-        raw = self.raw(claim, texts, ids)
+        states = self.states(texts, ids)
+        raw = self.trunk.support(claim, states)
         if head is None and stance_trunk.stacks_head(self.model.manifest):
             head = self.head(claim, texts)
-        return stance_trunk.calibrated(self.model.manifest, raw, head)
+        return self.with_valence(
+            claim, texts, states, stance_trunk.calibrated(self.model.manifest, raw, head)
+        )
 
-    def from_trunk(self, claim: str, texts: Sequence[str], p: np.ndarray) -> np.ndarray:
+    def from_trunk(
+        self,
+        claim: str,
+        texts: Sequence[str],
+        p: np.ndarray,
+        states: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
         """The fitted decision's P(support) where the caller already has the trunk's own `p` of
-        (claim, text) (the mining stage reads every head in one pass): the same scale as a
-        curated perspective's, the pair head computed where the stack reads it."""
+        (claim, text) (the mining stage reads every head in one pass) and, where it has them,
+        the texts' lower `states` (else computed when the claim has a second reading): the same
+        scale as a curated perspective's, the pair head computed where the stack reads it."""
         if not len(texts):
             return np.zeros(0)
         head = self.head(claim, texts) if stance_trunk.stacks_head(self.model.manifest) else None
-        return stance_trunk.calibrated(self.model.manifest, p, head)
+        return self.with_valence(
+            claim, texts, states, stance_trunk.calibrated(self.model.manifest, p, head)
+        )
+
+    def with_valence(
+        self,
+        claim: str,
+        texts: Sequence[str],
+        states: Sequence[np.ndarray] | None,
+        p: np.ndarray,
+    ) -> np.ndarray:
+        """`p` averaged with the claim's second reading (pipeline.valence: "Zoos should be
+        closed" read as "Zoos are good", the other way round) at the fitted weight; `p` where the
+        claim has none or the bundle fitted no weight."""
+        w = stance_trunk.valence_weight(self.model.manifest)
+        second = valence.of(claim) if w > 0 else None
+        if second is None:
+            return p
+        if states is None:
+            states = self.states(texts)
+        head = None
+        if stance_trunk.stacks_head(self.model.manifest):
+            head = self.head(second.text, texts)
+        q = stance_trunk.calibrated(
+            self.model.manifest, self.trunk.support(second.text, states), head
+        )
+        return (1 - w) * p + w * (q if second.sign > 0 else 1 - q)
 
     def head(self, claim: str, texts: Sequence[str]) -> np.ndarray:
         """The pair model's stance head: P(support) as its own calibration gives it."""
