@@ -64,17 +64,26 @@ def cite(index: str, home: str | None) -> tuple[list[dict], dict]:
 
 
 def count(doc: dict) -> None:
+    """What each cut shows: every cited reason, those the reader reads back, and of those the
+    ones that do not only restate their perspective (what a search shows: pipeline.why)."""
+    from perspect.pipeline import why
+
     rows, cuts = doc["reasons"], doc["cuts"]
-    shipped = [
+    read = [
         r
         for r in rows
         if r["entail"] >= cuts["entail_at"] and r["contradict"] < cuts["contradict_at"]
     ]
-    for name, kept in (("every cited reason", rows), ("read back (shipped)", shipped)):
+    shipped = [r for r in read if why._jaccard(r["perspective"], r["reason"]) < why.RESTATES]
+    for name, kept in (
+        ("every cited reason", rows),
+        ("read back", read),
+        ("+ no restatement (shipped)", shipped),
+    ):
         c = Counter(r["judged"] for r in kept)
         n = max(1, len(kept))
         print(
-            f"{name:<22} shown {len(kept):>3}  backs {c['backs']:>3} "
+            f"{name:<27} shown {len(kept):>3}  backs {c['backs']:>3} "
             f"({100 * c['backs'] / n:.1f} %)  opposite {c['opposite']:>2} "
             f"({100 * c['opposite'] / n:.1f} %)  unrelated {c['unrelated']:>2}"
         )

@@ -56,6 +56,25 @@ def test_with_vectors_the_closest_sentence_wins():
     assert got.sentence.startswith("Many species")
 
 
+def test_a_sentence_that_only_restates_its_perspective_is_no_reason():
+    """The closest sentence to a perspective is often the perspective itself, quoted by its
+    paragraph: it says what, not why, and the cluster cites nothing instead."""
+    from perspect.core.result import Why
+
+    para = "Space exploration is a waste of money. Probes cost billions and return little."
+    c = _cluster(
+        "space exploration is a waste of money", [EvidenceItem("e", para, 0.9, "supports")]
+    )
+    quoted = Why("e", para[:38], (0, 38))
+    reason = Why("e", para[39:], (39, len(para)))
+    assert why.without_restatements([c, c, c], [quoted, reason, None]) == [None, reason, None]
+    # against any phrasing of the cluster, a copy with its typos mended included
+    typo = Member("q", "organs woud be ony accesible for those who have money", 0.8, 0.8)
+    two = PerspectiveCluster(c.representative, (c.representative, typo), "support", 0.9, 0.8, ())
+    mended = Why("e", "ORGANS WOULD BE ONLY ACCESIBLE FOR THOSE WHO HAVE MONEY.", (0, 1))
+    assert why.without_restatements([two], [mended]) == [None]
+
+
 def test_search_results_carry_their_reason(tiny_index, tiny_pair_model):
     with Perspect.open("tiny", home=tiny_index, model=tiny_pair_model) as p:
         res = p.search("Animals feel pain and need legal protection")

@@ -87,6 +87,7 @@ class Evidence:
         reasons = why.cite(clusters, vecs, embed, stored if vecs is not None else None, self.cuts)
         if self.reader is not None:
             reasons = why.read_back(clusters, reasons, self.reader, self.reader_cuts)
+        reasons = why.without_restatements(clusters, reasons)
         return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
 
     def for_groups(self, groups: Sequence[Sequence[str]]) -> list[list[EvidenceItem]]:
