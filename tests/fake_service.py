@@ -17,6 +17,7 @@ from perspect.core.result import (
     PerspectiveCluster,
     Provenance,
     SearchResult,
+    SecondReading,
     SourceContext,
 )
 from perspect.core.service import ServiceStatus
@@ -76,7 +77,9 @@ def mined_answer(claim: str) -> SearchResult:
     m = Member("ledger-7#1", ARTICLE_TEXT[1], 0.8, 0.2, {"outlet": "The Ledger"}, source=ARTICLE)
     mined = PerspectiveCluster(m, (m,), "oppose", 0.8, 0.95)
     cov = Coverage(1, 3, thin=("the opposing side comes only from mined sentences",))
-    return replace(res, clusters=(mined, *res.clusters), coverage=cov)
+    # as the engine reads a claim that acts on a thing (pipeline.valence)
+    reading = SecondReading("Zoos are good", -1)
+    return replace(res, clusters=(mined, *res.clusters), coverage=cov, second_reading=reading)
 
 
 class FakeService:

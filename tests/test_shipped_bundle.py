@@ -295,3 +295,19 @@ def test_arguments_about_the_thing_a_claim_acts_on_are_placed_by_its_second_read
         manifest["valence"] = fitted
     assert len(ys) == 78
     assert got[0.0] < 0.72 and got[fitted["weight"]] >= 0.76, got
+
+
+def test_a_search_says_how_it_read_a_claim_that_acts_on_a_thing(shipped, capsys):
+    """The JSON, the CLI and the HTTP body say when the sides were read with the claim's second
+    reading (a reader can see why an argument about zoos sits on a side of closing them), and
+    say nothing for a claim without one."""
+    from perspect.core.presentation.render import print_result
+
+    res = shipped.search("Factory farming should be banned")
+    assert res.clusters  # the small pool's farming perspectives
+    assert res.to_json()["second_reading"] == {"text": "Factory farming is good", "sign": -1}
+    print_result(res)
+    out = capsys.readouterr().out
+    assert "also read as “Factory farming is good”, the other way round" in out
+    plain = shipped.search(CLAIM)
+    assert plain.second_reading is None and plain.to_json()["second_reading"] is None

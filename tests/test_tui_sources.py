@@ -33,6 +33,7 @@ async def test_a_mined_perspective_shows_its_source_and_opens_in_its_article():
         assert "↳ The Ledger · 2025-03-04 · Zoos are prisons" in first and "1 source" in first
         cov = str(app.query_one(CoverageBar).render())
         assert "only from mined sentences" in cov
+        assert "also read as “Zoos are good”, the other way round" in cov
 
         lv = app.query_one("#oppose-list", ListView)
         lv.focus()

@@ -226,7 +226,7 @@ class PerspectApp(App[None]):
         else:
             await third.show(res.side("unclear"))
         third.display = bool(res.related or res.side("unclear"))
-        self.query_one(CoverageBar).show(res.coverage)
+        self.query_one(CoverageBar).show(res.coverage, reading=res.second_reading)
         self.query_one(NewsPanel).show(
             res.news, {c.representative.id: c.representative.text for c in res.clusters}
         )

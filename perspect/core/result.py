@@ -225,6 +225,24 @@ class NewsItem(FrozenMetadata):
 
 
 @dataclass(frozen=True)
+class SecondReading:
+    """How a claim that acts on a thing was also read (perspect.pipeline.valence): `text` ("Zoos
+    are good") and `sign` (+1: the claim stands with it, -1: against it). Shown so that a reader
+    can see why an argument about zoos sits on a side of closing them."""
+
+    text: str
+    sign: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "sign": self.sign}
+
+    @property
+    def line(self) -> str:
+        way = "the same way round" if self.sign > 0 else "the other way round"
+        return f"also read as “{self.text}”, {way}"
+
+
+@dataclass(frozen=True)
 class Coverage:
     """How many clusters each side got; unclear ones are counted apart, outside the balance.
     `thin`: what the sides shown rest on where a reader should know it (pipeline.order): a side
@@ -288,6 +306,8 @@ class SearchResult:
     # when no perspective passed the relevance cut: the best few candidates, most relevant
     # first, shown apart as "related, low confidence" rather than an empty answer
     related: tuple[Member, ...] = ()
+    # the claim's second reading where the stance decision used one
+    second_reading: SecondReading | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timings_ms", _frozen_map(self.timings_ms))
@@ -307,6 +327,9 @@ class SearchResult:
             "hits": [h.to_json() for h in self.hits],
             "news": [n.to_json() for n in self.news],
             "related": [m.to_json() for m in self.related],
+            "second_reading": None
+            if self.second_reading is None
+            else self.second_reading.to_json(),
             "took_ms": round(self.took_ms, 2),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
         }

@@ -29,7 +29,13 @@ from perspect.core import background
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.index.corrections import Corrections
 from perspect.core.model.decisions import Decisions, MiningDecision, RelationCuts
-from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
+from perspect.core.result import (
+    EvidenceItem,
+    NewsItem,
+    PerspectiveCluster,
+    SearchResult,
+    SecondReading,
+)
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.clusters import Clusters, RelationPairs
@@ -352,6 +358,8 @@ class Engine:
             clusters, cfg.thin_side, self.model.manifest, self.searcher.retrievers
         )
         report("done", 1.0)
+        # how the sides shown were read, where the claim has a second reading (pipeline.valence)
+        reading = self.stance.second_reading(claim) if shown else None
         return SearchResult(
             claim=claim,
             clusters=tuple(shown),
@@ -361,6 +369,7 @@ class Engine:
             timings_ms=timings,
             news=tuple(news),
             related=related,
+            second_reading=SecondReading(reading.text, reading.sign) if reading else None,
         )
 
     # -- the stages one by one, as `perspect eval perspectrum` runs them ---------------------------

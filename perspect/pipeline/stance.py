@@ -76,6 +76,12 @@ class StanceScorer:
             claim, texts, states, stance_trunk.calibrated(self.model.manifest, p, head)
         )
 
+    def second_reading(self, claim: str) -> valence.Valence | None:
+        """The claim's second reading where this scorer mixes one in (a trunk, a fitted weight)."""
+        if self.trunk is None or stance_trunk.valence_weight(self.model.manifest) <= 0:
+            return None
+        return valence.of(claim)
+
     def with_valence(
         self,
         claim: str,
@@ -86,8 +92,7 @@ class StanceScorer:
         """`p` averaged with the claim's second reading (pipeline.valence: "Zoos should be
         closed" read as "Zoos are good", the other way round) at the fitted weight; `p` where the
         claim has none or the bundle fitted no weight."""
-        w = stance_trunk.valence_weight(self.model.manifest)
-        second = valence.of(claim) if w > 0 else None
+        second = self.second_reading(claim)
         if second is None:
             return p
         if states is None:
@@ -98,6 +103,7 @@ class StanceScorer:
         q = stance_trunk.calibrated(
             self.model.manifest, self.trunk.support(second.text, states), head
         )
+        w = stance_trunk.valence_weight(self.model.manifest)
         return (1 - w) * p + w * (q if second.sign > 0 else 1 - q)
 
     def head(self, claim: str, texts: Sequence[str]) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""How the perspectives split between the sides, with the thin-side warning and what a side rests
-on (only mined sentences, one outlet)."""
+"""How the perspectives split between the sides, with the thin-side warning, what a side rests
+on (only mined sentences, one outlet) and the claim's second reading where it has one."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from rich.text import Text
 from textual.widgets import Static
 
 from perspect.core.presentation.render import plain
-from perspect.core.result import Coverage
+from perspect.core.result import Coverage, SecondReading
 
 
 class CoverageBar(Static):
-    def show(self, coverage: Coverage | None, width: int = 40) -> None:
+    def show(
+        self, coverage: Coverage | None, width: int = 40, reading: SecondReading | None = None
+    ) -> None:
         if coverage is None:
             self.update("")
             return
@@ -29,4 +31,6 @@ class CoverageBar(Static):
             text.append(f" · {coverage.unclear} unclear", style="bold yellow")
         if coverage.line:
             text.append(f"  ⚠ {plain(coverage.line)}", style="yellow")
+        if reading is not None:
+            text.append(f"  · {plain(reading.line)}", style="dim")
         self.update(text)

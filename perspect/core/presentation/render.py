@@ -189,6 +189,8 @@ def print_result(res: SearchResult) -> None:
     )
     if cov.line:
         con.print(f"[yellow]⚠ {literal(cov.line)}[/]")
+    if res.second_reading is not None:
+        con.print(f"[dim]{literal(res.second_reading.line)}[/]")
     if res.related:  # nothing passed the relevance cut: the near misses, marked as such
         con.print("[yellow]Related, low confidence[/] [dim](none passed the relevance cut)[/]")
         for m in res.related:
