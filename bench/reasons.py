@@ -74,7 +74,7 @@ def count(doc: dict) -> None:
         for r in rows
         if r["entail"] >= cuts["entail_at"] and r["contradict"] < cuts["contradict_at"]
     ]
-    shipped = [r for r in read if why._jaccard(r["perspective"], r["reason"]) < why.RESTATES]
+    shipped = [r for r in read if not why.restates(r["perspective"], r["reason"])]
     for name, kept in (
         ("every cited reason", rows),
         ("read back", read),

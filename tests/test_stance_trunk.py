@@ -230,6 +230,19 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
     s.close()
 
 
+def _pair_with_trunk(tiny_pair_model: Path, tiny_trunk: Path, tmp_path: Path):
+    """A copy of the tiny pair model naming the tiny trunk, saved and loaded back."""
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.model import PairModel
+
+    folder = tmp_path / "pair"
+    shutil.copytree(tiny_pair_model, folder)
+    model = PairModel.load(folder)
+    stance_trunk.attach(model.manifest, folder, tiny_trunk)
+    model.save(folder)
+    return PairModel.load(folder)
+
+
 def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
     tiny_trunk, tiny_pair_model, tmp_path
 ):
@@ -240,14 +253,8 @@ def test_a_stacked_decision_reads_the_trunk_and_the_pair_head(
     from perspect.lab.fitting import fit_stance_stack
     from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
-    from perspect.reranker.model import PairModel
 
-    folder = tmp_path / "pair"
-    shutil.copytree(tiny_pair_model, folder)
-    model = PairModel.load(folder)
-    stance_trunk.attach(model.manifest, folder, tiny_trunk)
-    model.save(folder)
-    model = PairModel.load(folder)
+    model = _pair_with_trunk(tiny_pair_model, tiny_trunk, tmp_path)
     texts = {p["pId"]: p["text"] for p in PERSPECTIVES}
     claims = [
         Claim(1, "School uniforms should be required.", "train",
@@ -303,12 +310,8 @@ def test_a_claim_with_a_second_reading_mixes_it_in_at_the_fitted_weight(
     from perspect.lab.fitting import VALENCE_WEIGHTS, fit_stance_decision
     from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
-    from perspect.reranker.model import PairModel
 
-    folder = tmp_path / "pair"
-    shutil.copytree(tiny_pair_model, folder)
-    model = PairModel.load(folder)
-    stance_trunk.attach(model.manifest, folder, tiny_trunk)
+    model = _pair_with_trunk(tiny_pair_model, tiny_trunk, tmp_path)
     texts = {p["pId"]: p["text"] for p in PERSPECTIVES}
     claims = [
         Claim(1, "School uniforms should be banned.", "train",

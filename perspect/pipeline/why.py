@@ -126,16 +126,16 @@ def without_restatements(
     and .67, a copy with its typos mended); on 60 dev claims, 0 of 35. The closest reason kept
     there is at .59: a report's finding in the perspective's words, with who found it."""
     return [
-        None
-        if w is not None and max(_jaccard(m.text, w.sentence) for m in c.members) >= RESTATES
-        else w
+        None if w is not None and any(restates(m.text, w.sentence) for m in c.members) else w
         for c, w in zip(clusters, reasons, strict=True)
     ]
 
 
-def _jaccard(a: str, b: str) -> float:
-    x, y = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
-    return len(x & y) / max(1, len(x | y))
+def restates(perspective: str, sentence: str) -> bool:
+    """Whether `sentence` only restates `perspective`: their word sets' Jaccard is RESTATES or
+    more."""
+    x, y = set(_WORD.findall(perspective.lower())), set(_WORD.findall(sentence.lower()))
+    return len(x & y) / max(1, len(x | y)) >= RESTATES
 
 
 def _overlap(perspective: str, sentence: str) -> float:
