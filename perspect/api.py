@@ -399,7 +399,9 @@ def index_status(
 ) -> tuple[Path, list[dict[str, Any]]]:
     """The home folder and the manifest of each index in it (or of `name`). A damaged index (an
     unreadable or altered manifest, a live version gone) is one row `{"name", "damaged", "hint"}`
-    instead of failing the whole list; an unknown `name` is IndexNotFound."""
+    instead of failing the whole list; an unknown `name` is IndexNotFound. A row's name is its
+    folder's, the one every command opens it by: an index copied or moved to another folder keeps
+    the name it was built under in its manifest, which would list it under the wrong name."""
     root = resolve_home(home)
     if name:
         IndexDir(root, check_name(name)).current()  # an unknown index is refused
@@ -407,7 +409,7 @@ def index_status(
     rows: list[dict[str, Any]] = []
     for n in names:
         try:
-            rows.append(mf.load(IndexDir(root, n).current()))
+            rows.append({**mf.load(IndexDir(root, n).current()), "name": n})
         except (IndexDamaged, IndexNotFound) as e:
             rows.append({"name": n, "damaged": e.message, "hint": e.hint})
     return root, rows

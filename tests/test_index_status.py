@@ -51,3 +51,22 @@ def test_status_lists_every_index_and_marks_the_damaged_one(tmp_path):
     assert one.returncode == 2 and json.loads(one.stdout)["indexes"][0]["name"] == "hurt"
     unknown = run_cli("index", "status", "--name", "nope", "--home", str(home), ok=False)
     assert unknown.returncode == 2 and "no index named 'nope'" in unknown.stderr
+
+
+def test_an_index_copied_to_another_folder_is_listed_under_that_folder(tmp_path):
+    """The folder's name is the one every command opens an index by; its manifest keeps the name
+    it was built under, which status listed before (a copy showed up as its original)."""
+    import shutil
+
+    from perspect import api
+    from perspect.indexer.indexer import Indexer, Source
+
+    home = tmp_path / "home"
+    src = [Source("perspectives", write_json(tmp_path / "p.json", PERSPECTIVES))]
+    Indexer("first", home=home, config=IndexConfig(("bm25",))).build(src)
+    shutil.copytree(home / "first", home / "second")
+    _, rows = api.index_status(None, home)
+    assert [r["name"] for r in rows] == ["first", "second"]
+    assert rows[0]["version"] == rows[1]["version"]  # the same index, two names
+    table = run_cli("index", "status", "--name", "second", "--json", "--home", str(home))
+    assert json.loads(table.stdout)["indexes"][0]["name"] == "second"
