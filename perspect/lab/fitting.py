@@ -134,9 +134,7 @@ def fit_stance_stack(
     support = StanceScorer(model, trunk)
     zs, ys = [], []
     for c in claims:
-        gp = [
-            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
-        ]
+        gp = c.gold_sides(perspectives)
         if gp:
             texts = [perspectives[p] for p, _ in gp]
             zs.append(np.c_[logit(support.raw(c.text, texts)), logit(support.head(c.text, texts))])
@@ -233,9 +231,7 @@ def fit_valence(model: PairModel, trunk, claims, perspectives: dict[int, str]) -
     ys, ps, qs, n = [], [], [], 0
     for c in claims:
         second = valence.of(c.text)
-        gp = [
-            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
-        ]
+        gp = c.gold_sides(perspectives)
         if second is None or not gp:
             continue
         texts = [perspectives[p] for p, _ in gp]

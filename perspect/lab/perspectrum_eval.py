@@ -71,9 +71,7 @@ def predict(
             head = engine.judge(query, hits).head
             feats = engine.relevance_features(hits, query, head)
             pred.t1.append((gold, [int(h.id) for h in hits], feats))
-        gp = [
-            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
-        ]
+        gp = c.gold_sides(perspectives)
         support: dict[int, float] = {}
         if gp and ("stance" in tasks or cosine):
             probs = engine.stance(c.text, [perspectives[p] for p, _ in gp], [str(p) for p, _ in gp])

@@ -149,9 +149,7 @@ def stance_rows(model, claims: Sequence[Claim], perspectives: dict[int, str]):
     the rest of the pipeline (what fitting the unclear margin needs)."""
     rows: list[tuple[bool, float]] = []
     for c in claims:
-        gp = [
-            (p, cl.stance == "SUPPORT") for cl in c.clusters for p in cl.pids if p in perspectives
-        ]
+        gp = c.gold_sides(perspectives)
         if gp:
             probs = model.predict(
                 [pair_for("stance", c.text, perspectives[p]) for p, _ in gp], ["stance"]

@@ -36,6 +36,16 @@ class Claim:
     def pids(self) -> set[int]:
         return {p for c in self.clusters for p in c.pids}
 
+    def gold_sides(self, perspectives: dict[int, str]) -> list[tuple[int, bool]]:
+        """(pId, supports the claim) of each gold perspective whose text `perspectives` holds:
+        the rows every stance fit and T2 read."""
+        return [
+            (p, cl.stance == "SUPPORT")
+            for cl in self.clusters
+            for p in cl.pids
+            if p in perspectives
+        ]
+
 
 def _load_json(path: Path):
     if not path.is_file():
