@@ -226,8 +226,9 @@ class NewsItem(FrozenMetadata):
 
 @dataclass(frozen=True)
 class SecondReading:
-    """How a claim that acts on a thing was also read (perspect.pipeline.valence): `text` ("Zoos
-    are good") and `sign` (+1: the claim stands with it, -1: against it). Shown so that a reader
+    """How a claim that acts on a thing is also read (perspect.pipeline.valence gives it, the
+    stance decision mixes it in, a result carries it): `text` ("Zoos are good") and `sign` (+1:
+    the claim stands with it, -1: against it). Shown so that a reader
     can see why an argument about zoos sits on a side of closing them."""
 
     text: str

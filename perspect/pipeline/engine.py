@@ -29,13 +29,7 @@ from perspect.core import background
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.index.corrections import Corrections
 from perspect.core.model.decisions import Decisions, MiningDecision, RelationCuts
-from perspect.core.result import (
-    EvidenceItem,
-    NewsItem,
-    PerspectiveCluster,
-    SearchResult,
-    SecondReading,
-)
+from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.clusters import Clusters, RelationPairs
@@ -369,7 +363,7 @@ class Engine:
             timings_ms=timings,
             news=tuple(news),
             related=related,
-            second_reading=SecondReading(reading.text, reading.sign) if reading else None,
+            second_reading=reading,
         )
 
     # -- the stages one by one, as `perspect eval perspectrum` runs them ---------------------------

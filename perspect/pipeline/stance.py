@@ -17,7 +17,7 @@ import numpy as np
 
 from perspect.core.index.stance_states import dequantize
 from perspect.core.model.decisions import UNCLEAR, Decisions
-from perspect.core.result import Member
+from perspect.core.result import Member, SecondReading
 from perspect.pipeline import valence
 from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
@@ -76,7 +76,7 @@ class StanceScorer:
             claim, texts, states, stance_trunk.calibrated(self.model.manifest, p, head)
         )
 
-    def second_reading(self, claim: str) -> valence.Valence | None:
+    def second_reading(self, claim: str) -> SecondReading | None:
         """The claim's second reading where this scorer mixes one in (a trunk, a fitted weight)."""
         if self.trunk is None or stance_trunk.valence_weight(self.model.manifest) <= 0:
             return None

@@ -18,7 +18,8 @@ A rule over the debate motions PERSPECTRUM and readers write ("X should be banne
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from perspect.core.result import SecondReading
 
 # what a claim can call for: against the thing (its merits argue against the claim) ...
 AGAINST = (
@@ -45,17 +46,7 @@ AGENT = r"(?:we|governments?|the government|states?|countries|schools|society|pe
 MAX_TARGET_WORDS = 8
 
 
-@dataclass(frozen=True)
-class Valence:
-    """The second reading of a claim: `text` ("Zoos are good") and `sign` (+1: the claim
-    stands with that text, -1: against it)."""
-
-    text: str
-    sign: int
-    target: str
-
-
-def of(claim: str) -> Valence | None:
+def of(claim: str) -> SecondReading | None:
     """The claim's second reading, or None where the rule does not recognise the claim."""
     text = claim.strip().rstrip(".!")
     m = re.match(
@@ -87,7 +78,7 @@ def of(claim: str) -> Valence | None:
     if re.fullmatch(r"(?i)there|it|this|that|they|everyone|all|people", target):
         return None
     target = target[:1].upper() + target[1:]
-    return Valence(f"{target} {_be(target)} good", -1 if against else 1, target)
+    return SecondReading(f"{target} {_be(target)} good", -1 if against else 1)
 
 
 def _is(words: str, word: str) -> bool:
