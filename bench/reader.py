@@ -7,7 +7,7 @@ of reasons arguing the opposite). The script prints; `--judged FILE` re-prints a
 the judgments recorded in it (JSON: claim -> cluster representative -> {side, reason, evidence}
 each "right"/"wrong"/"opposite"/"n/a") and counts them.
 
-    python bench/reader.py --index default [--json OUT] [--k 10]
+    python bench/reader.py --index default [--json OUT] [--k 10] [--set argument] [--no-argument]
     python bench/reader.py --judged bench/reader_judged.json
 """
 
@@ -46,13 +46,42 @@ CLAIMS = [
     "Nuclear weapons make the world safer",
 ]
 
+# issue 55's set: written for it, in words PERSPECTRUM does not use; the last six are on topics no
+# curated perspective covers (what the argument model must place by itself)
+ARGUMENT_CLAIMS = [
+    "Pet owners should need a licence",
+    "Town councils should stop mowing road verges to help wildlife",
+    "Cosmetics tested on animals should not be sold",
+    "Keeping orcas in aquariums is cruel",
+    "Cheap flights should carry a carbon tax",
+    "Teenagers should be allowed to vote at sixteen",
+    "Exams are a poor measure of what pupils know",
+    "Wealthy people should pay a higher share of their income in tax",
+    "Smoking should be banned in all public outdoor places",
+    "Rich countries should open their borders to more refugees",
+    "Organ donation should be automatic unless people refuse",
+    "Sugary drinks should carry a health tax",
+    "Police officers should wear body cameras at all times",
+    "Space agencies spend money better used on Earth",
+    "Nuclear energy is the best way to cut carbon emissions",
+    "Couples should be free to edit the DNA of their embryos",
+    "Libraries should be open around the clock",
+    "Employers should not be allowed to read staff emails",
+    "Electric scooters should be banned from pavements",
+    "Museums should return artefacts taken during colonial rule",
+    "Supermarkets should be forced to donate unsold food",
+    "Daylight saving time should be scrapped",
+]
+SETS = {"default": CLAIMS, "argument": ARGUMENT_CLAIMS}
 
-def answers(index: str, k: int) -> list[dict]:
+
+def answers(index: str, k: int, claims=CLAIMS, argument: bool = True) -> list[dict]:
     from perspect.api import Perspect
+    from perspect.pipeline.engine import EngineConfig
 
-    p = Perspect.open(index)
+    p = Perspect.open(index, config=EngineConfig(argument=argument))
     out = []
-    for claim in CLAIMS:
+    for claim in claims:
         a = p.search(claim, k=k)
         out.append(a.to_json())
     return out
@@ -88,14 +117,14 @@ def check() -> None:
 
     from perspect.core.datasets.perspectrum import load_claims
 
-    ours = [c.casefold().rstrip(".") for c in CLAIMS]
+    ours = [c.casefold().rstrip(".") for c in CLAIMS + ARGUMENT_CLAIMS]
     for split in ("train", "dev"):
         for c in load_claims(Path("data/perspectrum"), split):
             theirs = c.text.casefold().rstrip(".")
             for o in ours:
                 if difflib.SequenceMatcher(a=o, b=theirs).ratio() > 0.85:
                     raise SystemExit(f"{c.text!r} is (nearly) a PERSPECTRUM {split} claim")
-    print(f"{len(CLAIMS)} claims, none in PERSPECTRUM train/dev")
+    print(f"{len(CLAIMS) + len(ARGUMENT_CLAIMS)} claims, none in PERSPECTRUM train/dev")
 
 
 def main() -> None:
@@ -105,6 +134,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="save the answers here")
     ap.add_argument("--judged", type=Path, help="a saved run with judgments: re-print and count")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--set", choices=sorted(SETS), default="default", help="which claims")
+    ap.add_argument(
+        "--no-argument", action="store_true", help="answer as before the argument model"
+    )
     args = ap.parse_args()
     if args.check:
         check()
@@ -114,7 +147,7 @@ def main() -> None:
         counts = show(doc["answers"], doc.get("judged", {}))
         print("\n" + json.dumps(dict(sorted(counts.items())), indent=1))
         return
-    runs = answers(args.index, args.k)
+    runs = answers(args.index, args.k, SETS[args.set], not args.no_argument)
     if args.json:
         args.json.write_text(json.dumps({"answers": runs, "judged": {}}, indent=1) + "\n")
     show(runs)

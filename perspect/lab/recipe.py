@@ -77,6 +77,12 @@ def steps(
             options=dict(RELATION_OPTIONS),
         )
     )
+    # the argument model (issue 55): the relation trunk warm-started again with for / against /
+    # neither at three levels (claim-perspective, perspective-sentence, claim-sentence) and its
+    # cuts; resumable (its cached states and checkpoint live outside the repository)
+    out.append(
+        Step("argument", "argument", "argument", reads=("relation",), base=paths.PACKAGED_MPNET)
+    )
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "relation")
     # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
     # rev 2: the trunk is the relation model's
@@ -118,6 +124,8 @@ class OtherData:
     vitaminc: Path = Path("../shared/data/vitaminc/vitaminc_real_shared.jsonl")
     # the relation model's inference pairs (SNLI, MultiNLI, counterfactual, Breaking NLI)
     inference: Path = paths.INFERENCE_DATA
+    # the argument model's Touché 2023, IBM Claim Stance and UKP sentential rows
+    argument: Path = paths.INFERENCE_DATA.parent / "argument"
     # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
     # to their stance, relevance and equivalence pairs
     corrections: tuple = ()
@@ -318,6 +326,11 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             train_relation(data, folder, log, inference=other.inference,
                            claimdiff=other.claimdiff, warm_start=root / "stance",
                            **step.options)  # fmt: skip
+        elif step.task == "argument":
+            from perspect.lab.argument_fit import train_entry as train_argument
+
+            train_argument(data, folder, log, argument=other.argument,
+                           warm_start=root / "relation", **step.options)  # fmt: skip
         elif step.task == "all":
             fitting.train(
                 data,

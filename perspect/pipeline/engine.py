@@ -32,6 +32,7 @@ from perspect.core.model.decisions import Decisions, MiningDecision, RelationCut
 from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
+from perspect.pipeline.arguing import Arguing
 from perspect.pipeline.clusters import Clusters, RelationPairs
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.mining import Mining
@@ -114,9 +115,12 @@ class EngineConfig:
     # read by the relation model at most (the closest to the claim), the top clusters they may
     # join, and the equivalence cross-encoder's pairs for joining them (the highest bounds)
     mine_per_pool: int = 16
-    mine_most: int = 8
+    mine_most: int = 16
     mine_join: int = 8
     mine_ce_pairs: int | None = 12
+    # the argument model (issue 55) where the bundle has one: False answers as before it (the
+    # reader bench's "before" run, the latency bench's baseline)
+    argument: bool = True
 
     def serving(self) -> factory.Serving:
         """How the models are served under this configuration (the factory's `Serving`)."""
@@ -128,7 +132,7 @@ class EngineConfig:
 
 
 # the models a search scores with: the pair model and those its manifest names
-PAIR_MODELS = ("pair", "equivalence", "trunk", "reader")
+PAIR_MODELS = ("pair", "equivalence", "trunk", "reader", "argument")
 FAST_EQUIVALENCE_PAIRS = 24
 
 
@@ -213,6 +217,10 @@ class Engine:
             if self.relation
             else None
         )
+        # the argument model (issue 55), where the bundle has one with fitted cuts: whether a kept
+        # perspective takes a side at all, and how each shown paragraph's sentence argues
+        arg = models.argument
+        self.arguing = Arguing(arg, searcher) if arg is not None and arg.cuts else None
         reader = models.reader
         self.evidence_stage = Evidence(
             searcher,
@@ -222,6 +230,7 @@ class Engine:
             cuts,
             reader,
             RelationCuts.from_manifest(reader.manifest, "compare") if reader else None,
+            self.arguing,
         )
         self.mining = Mining(
             searcher,
@@ -237,6 +246,7 @@ class Engine:
             cfg.mine_join,
             cfg.fusion_depth,
             cfg.rrf_k,
+            self.arguing,
         )
         self.news_stage = News(
             searcher,
@@ -270,6 +280,8 @@ class Engine:
         with the bundle's comparator where it has one."""
         config = config or EngineConfig()
         want = PAIR_MODELS + (("comparator",) if news else ())
+        if not config.argument:
+            want = tuple(w for w in want if w != "argument")
         return cls(searcher, factory.load(want, config.serving(), pair), config)
 
     # -- the whole search --------------------------------------------------------------------------
@@ -318,6 +330,8 @@ class Engine:
             members = relevance.kept(found.hits, judged, self.relevance_threshold())
             fixes = self.corrections.for_claim(claim)
             members = corrected.apply(members, found.hits, judged, fixes)
+            if self.arguing is not None and members:  # those that take no side leave the sides
+                members, _ = self.arguing.sided(self.claim_states(claim), members)
             related = () if members else tuple(relevance.near_misses(found.hits, judged))
             t = step("relevance+stance", 0.8, t)
 
@@ -365,6 +379,14 @@ class Engine:
             related=related,
             second_reading=reading,
         )
+
+    def claim_states(self, claim: str):
+        """The claim's lower states for the argument model: the stance trunk's where the two
+        share their lower layers (computed once a search), else its own."""
+        trunk = self.stance.trunk
+        if trunk is not None and trunk.states_key == self.arguing.model.states_key:
+            return trunk.claim_lower(claim)
+        return self.arguing.model.claim_lower(claim)
 
     # -- the stages one by one, as `perspect eval perspectrum` runs them ---------------------------
     @property

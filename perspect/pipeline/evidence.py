@@ -32,6 +32,7 @@ class Evidence:
         cuts: RelationCuts | None = None,
         reader=None,
         reader_cuts: RelationCuts | None = None,
+        arguing=None,
     ):
         """`cuts`: the relation model's, where links carry its judgments of their cited
         sentences (indexer.links.with_relations): then a paragraph "supports" only when its
@@ -39,6 +40,12 @@ class Evidence:
         self.searcher = searcher
         self.decisions = decisions
         self.cuts = cuts
+        # the argument model (perspect.pipeline.arguing), where it has fitted cuts: it judges the
+        # cited sentence of each shown link (P(for) / P(against) its perspective), and its cuts
+        # decide the verdicts, the order and the cited reason
+        self.arguing = arguing if arguing is not None and arguing.cuts is not None else None
+        if self.arguing is not None:
+            self.cuts = RelationCuts(arguing.cuts.for_at, arguing.cuts.against_at)
         # the joint reader and its cuts, where the pair model names it (`reason_reader`): a
         # cited reason it does not read as backing its perspective is not shown (why.read_back)
         self.reader = reader if reader_cuts is not None else None
@@ -85,7 +92,7 @@ class Evidence:
         vecs = persp.vectors if persp is not None and ev is not None else None
         embed = ev.embed_queries if vecs is not None else None
         reasons = why.cite(clusters, vecs, embed, stored if vecs is not None else None, self.cuts)
-        if self.reader is not None:
+        if self.reader is not None and self.arguing is None:  # the argument model judged them
             reasons = why.read_back(clusters, reasons, self.reader, self.reader_cuts)
         reasons = why.without_restatements(clusters, reasons)
         return [replace(c, why=w) for c, w in zip(clusters, reasons, strict=True)]
@@ -104,7 +111,13 @@ class Evidence:
     ) -> tuple[list[list[EvidenceItem]], list[why.Stored]]:
         """`for_groups`, and each group's sentences stored with its links (evidence id -> (span,
         cosine)) for the cited reason."""
-        chosen, items = self.group_links(groups, known)
+        chosen, items, owners = self._group_links(groups, known)
+        if self.arguing is not None:
+            named = [p for p in owners if p is not None]
+            texts = self.searcher.store("perspectives").get_many(named)
+            chosen = self.arguing.judge_links(
+                owners, {p: texts[p].text for p in named if p in texts}, chosen, items
+            )
         rule = self.decisions.evidence_rule
         verdict = self.decisions.evidence_verdict
         stored = [
@@ -115,6 +128,8 @@ class Evidence:
         for links in chosen:
             scores, order, backed = ranked_links(links, self.decisions.stack("evidence"), rule)
             judged = self.cuts is not None and any(x.entail is not None for x in links)
+            if judged and self.arguing is not None:  # the paragraph that most argues for it first
+                order = sorted(order, key=lambda i: -(links[i].entail or 0.0))
             verdicts = [
                 judged_verdict(links[i], self.cuts)
                 if judged
@@ -141,17 +156,23 @@ class Evidence:
         """Each group's links (with their reverse margins) in stored order, and the linked
         paragraphs by id (links to paragraphs deleted since are dropped); `known`: the links of
         some perspectives, looked up before."""
+        chosen, items, _ = self._group_links(groups, known)
+        return chosen, items
+
+    def _group_links(self, groups: Sequence[Sequence[str]], known=None):
+        """`group_links`, and whose links each group's are (None: no member has any)."""
         if "evidence" not in self.searcher.pools or not groups:
-            return [[] for _ in groups], {}
+            return [[] for _ in groups], {}, [None for _ in groups]
         pids = sorted({p for g in groups for p in g})
         got = dict(known or {})
         if any(p not in got for p in pids):
             got.update(self._links([p for p in pids if p not in got]))
-        chosen = [next((got[p] for p in g if got.get(p)), [])[: self.per_cluster] for g in groups]
+        owners = [next((p for p in g if got.get(p)), None) for g in groups]
+        chosen = [got[p][: self.per_cluster] if p is not None else [] for p in owners]
         store = self.searcher.store("evidence")
         items = store.get_many(sorted({x.evidence_id for c in chosen for x in c}))
         chosen = [[x for x in c if x.evidence_id in items] for c in chosen]
-        return self._with_reverse_margins(groups, chosen), items
+        return self._with_reverse_margins(groups, chosen), items, owners
 
     def _with_reverse_margins(self, groups, chosen: list[list[Link]]) -> list[list[Link]]:
         """Add to each link how much closer the paragraph is to the linked perspective than to

@@ -32,10 +32,12 @@ from perspect.core.types import ARTICLE_POOLS, Hit, Query
 from perspect.pipeline import stance
 from perspect.pipeline.clusters import Clusters, complete_link
 from perspect.pipeline.cues import cues
+from perspect.reranker.argument import NEITHER, side_share
 from perspect.retriever.searcher import Searcher
 
 HEADS = ("stance", "nli", "claimdiff", "equivalence")  # the relation model's, read in one pass
 CACHED = 5_000  # news sentences whose lower states are kept (documents' are stored)
+GATE = 0.3  # the dense cosine a candidate needs where no mining decision was fitted
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class Mining:
         join: int,
         depth: int,
         rrf_k: int,
+        arguing=None,
     ):
         """`trunk`: the relation model (None, or one without its inference heads: no mining);
         `decision`: its fitted mining decision (None: no mining); `side`: the stance decision
@@ -110,14 +113,22 @@ class Mining:
             rrf_k,
         )
         self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
+        # the argument model (perspect.pipeline.arguing) with its fitted cuts: where given, it
+        # decides (issue 55): an argument when 1 - P(neither) clears `mine_at`, its side from
+        # P(for) / (P(for) + P(against)) past `mine_side_at`; fitted on a held-out UKP topic
+        self.arguing = arguing if arguing is not None and arguing.cuts is not None else None
 
     @property
     def active(self) -> bool:
         """The index has documents, with dense vectors, and the model can judge them."""
-        return (
+        reads = self.arguing is not None or (
             self.decision is not None
             and self.trunk is not None
             and all(h in self.trunk.heads for h in HEADS)
+        )
+        return (
+            reads
+            and self.trunk is not None
             and bool(self.searcher.pools.get("documents"))
             and self.searcher.vector_backend("documents") is not None
         )
@@ -127,8 +138,7 @@ class Mining:
         """Each article pool's top sentences for the claim (one per wording, the best-ranked),
         those over the cosine gate (the decision's, or `gate`), the `most` closest."""
         if gate is None:
-            assert self.decision is not None
-            gate = self.decision.min_similarity
+            gate = self.decision.min_similarity if self.decision is not None else GATE
         out: dict[str, Candidate] = {}
         for pool in ARTICLE_POOLS:
             if not self.searcher.pools.get(pool) or query.vector is None:
@@ -161,12 +171,18 @@ class Mining:
         return heads, features(heads, cands, self.rrf_k)
 
     def judge(self, query: Query, cands: Sequence[Candidate]) -> Judged:
-        """The fitted decision over what the relation model reads of each candidate."""
-        assert self.decision is not None
+        """The fitted decision over what the relation model reads of each candidate (the
+        argument model's, where there is one)."""
         if not cands:
             z = np.zeros(0)
             return Judged((), {}, z, z)
         states = self.states(cands)
+        if self.arguing is not None:
+            claim = self.trunk.claim_lower(query.text)
+            p = self.arguing.model.judge([claim] * len(cands), states)
+            argument = 1.0 - p[:, NEITHER]
+            return Judged(tuple(cands), {}, argument, side_share(p))
+        assert self.decision is not None
         heads, feats = self.read(query, cands, states)
         argument = self.decision.argument.prob(feats)
         # the side only of those shown: the stance decision's pair-head pass is not paid for
@@ -198,10 +214,10 @@ class Mining:
 
     def members(self, query: Query) -> tuple[list[Member], np.ndarray]:
         """The mined arguments, best first, and their dense vectors."""
-        assert self.decision is not None
         judged = self.judge(query, self.gather(query))
+        cut = self.arguing.cuts.mine_at if self.arguing is not None else self.decision.cut
         keep = [i for i in np.argsort(-judged.argument, kind="stable")
-                if judged.argument[i] >= self.decision.cut]  # fmt: skip
+                if judged.argument[i] >= cut]  # fmt: skip
         out = []
         for i in keep:
             h = judged.candidates[i].hit
@@ -285,6 +301,17 @@ class Mining:
         all members' mean P(support), as any cluster's; one of mined sentences alone is shown
         on a side only past the decision's side margin (else unclear, with its lean)."""
         decisions = self.decisions
+        if was is None and self.arguing is not None:  # its side from the for-share past the cut
+            ms = sorted(ms, key=lambda m: -m.relevance)
+            share = float(np.mean([m.support for m in ms]))
+            at = self.arguing.cuts.mine_side_at
+            side = "support" if share >= at else "oppose" if share <= 1 - at else stance.UNCLEAR
+            strength = max(share, 1 - share)
+            leans = None
+            if side == stance.UNCLEAR:
+                leans = "support" if share >= 0.5 else "oppose"
+            return PerspectiveCluster(ms[0], tuple(ms), side, strength, ms[0].relevance * strength,
+                                      leans=leans)  # fmt: skip
         if was is None:
             ms = sorted(ms, key=lambda m: -m.relevance)
             assert self.decision is not None

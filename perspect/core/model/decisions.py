@@ -257,3 +257,34 @@ class MiningDecision:
         """The decision a pair model's manifest holds, or None (not fitted: no mining)."""
         got = (manifest.get("decisions") or {}).get("mining")
         return cls.from_json(got) if got else None
+
+
+@dataclass(frozen=True)
+class ArgumentCuts:
+    """Where a reader acts on the argument model's (A, B) -> P(for), P(against), P(neither)
+    (perspect.reranker.argument), each fitted for precision on held-out tune data by
+    perspect.lab.argument_fit and kept in the argument entry's manifest (`decisions`):
+
+    - `neither_at`: a perspective whose P(neither) for the claim reaches this takes no side: it
+      leaves the sides (shown as related where nothing else is);
+    - `for_at`: a paragraph "supports" its perspective when its cited sentence's P(for) reaches
+      this, and only then is that sentence cited as the reason;
+    - `against_at`: a paragraph "argues against" its perspective at this P(against), and is
+      never shown as backing it;
+    - `mine_at`: a sentence of the reader's documents is an argument on the claim when
+      1 - P(neither) reaches this; `mine_side_at`: it is shown on a side when its share
+      P(for) / (P(for) + P(against)) (or that of against) reaches this, else "unclear"."""
+
+    neither_at: float
+    for_at: float
+    against_at: float
+    mine_at: float
+    mine_side_at: float
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> ArgumentCuts | None:
+        got = (manifest.get("decisions") or {}).get("argument")
+        if not got:
+            return None
+        return cls(*(float(got[k]) for k in
+                     ("neither_at", "for_at", "against_at", "mine_at", "mine_side_at")))  # fmt: skip

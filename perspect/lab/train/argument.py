@@ -134,8 +134,10 @@ def collect(args, rng: random.Random, log) -> dict:
     """Every row of the recipe, by role: train (rows, bags) and the held-out sets."""
     p_rows, p_eval = ad.perspectrum_rows(args.data, rng)
     bags = ad.evidence_bags(args.data, rng)
-    touche, ibm, ukp = ad.touche_rows(args.argument), ad.ibm_rows(args.argument), ad.ukp_rows(
-        args.argument
+    touche, ibm, ukp = (
+        ad.touche_rows(args.argument),
+        ad.ibm_rows(args.argument),
+        ad.ukp_rows(args.argument),
     )
     train_rows = capped(p_rows + touche["train"] + ibm["train"] + ukp["train"], rng)
     bags = rng.sample(bags, min(len(bags), BAGS_CAP))
@@ -371,8 +373,12 @@ def save(out: Path, peft_model, net, res: dict, base: str, args) -> None:
         "data": [*data_fingerprints(args.data), *ad.fingerprints(args.argument)],
         "licence": "trained on UKP Sentential Argument Mining (annotations CC BY-NC): "
         "non-commercial research use; Touché 2023 CC BY-SA 4.0; IBM Claim Stance CC BY-SA 3.0",
-        "held_out": {"ukp_topics": list(ad.UKP_HELD_OUT), "touche": ["dev", "test"],
-                     "ibm": ["test"], "perspectrum": ["tune claims", "dev"]},  # fmt: skip
+        "held_out": {
+            "ukp_topics": list(ad.UKP_HELD_OUT),
+            "touche": ["dev", "test"],
+            "ibm": ["test"],
+            "perspectrum": ["tune claims", "dev"],
+        },
         "code": bundle.code_version(),
         "training": {k: v for k, v in res.items() if k != "held_out"},
         "args": {k: str(v) for k, v in vars(args).items()},

@@ -1,0 +1,190 @@
+"""The argument model measured and its cuts fitted, on sets no training row came from.
+
+Sets (perspect.lab.train.argument_data): PERSPECTRUM tune claims (fit) and dev (report); Touché
+dev (fit) and test (report); IBM Claim Stance test motions (report); UKP's two held-out topics,
+one fits the mining cuts and the other reports them, and the other way round (cross-topic: no
+UKP row of either topic was trained on). Lower states are shared between the models measured
+(their lower layers are the same frozen base), so a bench of two models pays them once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import f1_score, precision_score, roc_auc_score
+
+from perspect.core.datasets.perspectrum import tune_claims_of
+from perspect.lab.train import argument_data as ad
+from perspect.reranker.argument import AGAINST, FOR, NEITHER, side_share
+
+SIDES_KEPT = 0.98  # share of the tune claims' curated (sided) perspectives the neither cut keeps
+FOR_PRECISION = 0.85  # "supports" verdict: share of for among paragraphs over the cut
+AGAINST_MOST = 0.03  # ... and at most this share arguing against
+AGAINST_PRECISION = 0.80  # "argues against" verdict
+MINE_PRECISION = 0.80  # a mined sentence is an argument
+MINE_SIDE_ACCURACY = 0.85  # a mined argument's side
+
+
+@dataclass(frozen=True)
+class Scored:
+    rows: tuple
+    p: np.ndarray  # (n, 3) for / against / neither
+
+
+class StateCache:
+    """Lower states by text, computed once with whichever model asks first."""
+
+    def __init__(self, lower):
+        self.lower, self.cache = lower, {}
+
+    def get(self, texts: Sequence[str]) -> list[np.ndarray]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        for s in range(0, len(todo), 256):
+            chunk = todo[s : s + 256]
+            self.cache.update(zip(chunk, self.lower(chunk), strict=True))
+        return [self.cache[t] for t in texts]
+
+
+def sets(data: Path, argument: Path, rng_seed: int = 7) -> dict[str, list]:
+    """Every held-out set, as Rows (and Bags for the tune claims' evidence)."""
+    rng = random.Random(rng_seed)
+    _, p_eval = ad.perspectrum_rows(data, rng)
+    tune = tune_claims_of(data)[0]
+    touche, ibm, ukp = ad.touche_rows(argument), ad.ibm_rows(argument), ad.ukp_rows(argument)
+    out = {
+        "perspectrum_tune": p_eval["tune"],
+        "perspectrum_dev": p_eval["dev"],
+        "touche_dev": touche["dev"],
+        "touche_test": touche["test"],
+        "ibm_test": ibm["test"],
+        "tune_bags": ad.evidence_bags(data, rng, tune),
+    }
+    for t in ad.UKP_HELD_OUT:
+        out[f"ukp:{t}"] = ukp[t]
+    return out
+
+
+def score_rows(model, cache: StateCache, rows) -> np.ndarray:
+    """(n, 3) for a model with `judge` (the argument model), or (n,) P(support) for a trunk
+    without an argument head (the shipped stance source)."""
+    a, b = cache.get([r.a for r in rows]), cache.get([r.b for r in rows])
+    if hasattr(model, "judge"):
+        return model.judge(a, b)
+    return np.asarray(model.pairs("stance", a, b), dtype=np.float64)
+
+
+def score_bags(model, cache: StateCache, bags) -> np.ndarray:
+    """(n, 3): per bag, max over its sentences of P(for), of P(against), and min of P(neither)."""
+    flat = [(i, s) for i, b in enumerate(bags) for s in b.sentences]
+    p = model.judge(cache.get([bags[i].a for i, _ in flat]), cache.get([s for _, s in flat]))
+    out = np.zeros((len(bags), 3))
+    out[:, NEITHER] = 1.0
+    for k, (i, _) in enumerate(flat):
+        out[i, FOR] = max(out[i, FOR], p[k, FOR])
+        out[i, AGAINST] = max(out[i, AGAINST], p[k, AGAINST])
+        out[i, NEITHER] = min(out[i, NEITHER], p[k, NEITHER])
+    return out
+
+
+def stance_auroc(rows, p: np.ndarray) -> float | None:
+    """AUROC of the side on the rows that take one (P(support) or the for-share)."""
+    y = np.array([r.label for r in rows])
+    sided = y != NEITHER
+    s = side_share(p) if p.ndim == 2 else p
+    if len(set(y[sided])) < 2:
+        return None
+    return round(100 * roc_auc_score(y[sided] == FOR, s[sided]), 2)
+
+
+def three_way(rows, p: np.ndarray) -> dict:
+    y = np.array([r.label for r in rows])
+    pred = p.argmax(1)
+    return {
+        "macro_f1": round(float(f1_score(y, pred, average="macro")), 3),
+        "n": len(rows),
+        "neither_share": round(float((y == NEITHER).mean()), 3),
+    }
+
+
+def smallest_cut(score: np.ndarray, good: np.ndarray, target: float, bad=None, most=1.0):
+    """The smallest cut at which the rows over it are `good` at least `target` of the time (and
+    `bad` at most `most`), with its precision and coverage; 1.01 (never) where none is."""
+    for c in np.unique(np.round(score, 3)):
+        over = score >= c
+        if over.sum() < 10:
+            break
+        prec = float(good[over].mean())
+        worst = float(bad[over].mean()) if bad is not None else 0.0
+        if prec >= target and worst <= most:
+            return float(c), round(prec, 3), round(float(over.mean()), 3)
+    return 1.01, None, 0.0
+
+
+def fit_cuts(p: dict[str, np.ndarray], s: dict[str, list], mine_topic: str) -> dict:
+    """The cuts a reader acts on (perspect.core.model.decisions.ArgumentCuts), each on tune data:
+    the sides' on the PERSPECTRUM tune claims, the evidence verdicts' on their bags, mining's on
+    the held-out UKP topic `mine_topic`."""
+    out: dict = {}
+    neither = p["perspectrum_tune"][:, NEITHER]
+    out["neither_at"] = round(float(np.quantile(neither, SIDES_KEPT)), 4)
+    yb = np.array([b.label for b in s["tune_bags"]])
+    pb = p["tune_bags"]
+    out["for_at"], prec_for, cov_for = smallest_cut(
+        pb[:, FOR], yb == FOR, FOR_PRECISION, yb == AGAINST, AGAINST_MOST
+    )
+    out["against_at"], prec_ag, cov_ag = smallest_cut(
+        pb[:, AGAINST], yb == AGAINST, AGAINST_PRECISION
+    )
+    rows = s[f"ukp:{mine_topic}"]
+    y = np.array([r.label for r in rows])
+    pu = p[f"ukp:{mine_topic}"]
+    arg = 1 - pu[:, NEITHER]
+    out["mine_at"], prec_mine, cov_mine = smallest_cut(arg, y != NEITHER, MINE_PRECISION)
+    over = (arg >= out["mine_at"]) & (y != NEITHER)
+    share = side_share(pu)
+    conf = np.maximum(share, 1 - share)
+    right = (share >= 0.5) == (y == FOR)
+    out["mine_side_at"], acc_side, cov_side = (
+        smallest_cut(conf[over], right[over], MINE_SIDE_ACCURACY)
+        if over.sum() >= 10
+        else (1.01, None, 0)
+    )
+    out["fitted_on"] = {
+        "neither_at": f"keeps {SIDES_KEPT:.0%} of the PERSPECTRUM tune claims' curated perspectives",
+        "for_at": {"precision": prec_for, "coverage": cov_for, "on": "tune claims' paragraphs"},
+        "against_at": {"precision": prec_ag, "coverage": cov_ag},
+        "mine_at": {"precision": prec_mine, "coverage": cov_mine, "on": f"UKP {mine_topic}"},
+        "mine_side_at": {"accuracy": acc_side, "coverage": cov_side},
+    }
+    return out
+
+
+def mining_report(rows, p: np.ndarray, cuts: dict) -> dict:
+    """Mining as a reader meets it on a topic no cut was fitted on: of the sentences over the
+    argument cut, how many are arguments, how many get a side, and how many of those are right."""
+    y = np.array([r.label for r in rows])
+    arg = 1 - p[:, NEITHER]
+    shown = arg >= cuts["mine_at"]
+    share = side_share(p)
+    conf = np.maximum(share, 1 - share)
+    sided = shown & (conf >= cuts["mine_side_at"])
+    right = (share >= 0.5) == (y == FOR)
+    return {
+        "shown": int(shown.sum()),
+        "arguments": round(float((y[shown] != NEITHER).mean()), 3) if shown.any() else None,
+        "sided_share_of_arguments": round(float(sided[shown & (y != NEITHER)].mean()), 3)
+        if (shown & (y != NEITHER)).any()
+        else None,
+        "sided_right": round(float(right[sided & (y != NEITHER)].mean()), 3)
+        if (sided & (y != NEITHER)).any()
+        else None,
+        "argument_precision": round(
+            float(precision_score(y != NEITHER, shown, zero_division=0)), 3
+        ),
+        "argument_recall": round(float(shown[y != NEITHER].mean()), 3),
+        "n": len(rows),
+    }

@@ -1,0 +1,72 @@
+"""`make models` step "argument": train the argument model (resuming a stopped run from its
+checkpoint outside the repository), fit the cuts a reader acts on, pack it into the bundle.
+
+The cuts (perspect.core.model.decisions.ArgumentCuts) are fitted on tune data only
+(perspect.lab.argument_eval): the PERSPECTRUM tune claims for sides and evidence, one held-out
+UKP topic for mining; the other held-out UKP topic, Touché test, IBM Claim Stance test and
+PERSPECTRUM dev only report (bench/argument.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from perspect.lab import argument_eval as ae
+from perspect.lab.train import argument as trainer
+from perspect.lab.train import argument_data as ad
+
+MINE_FIT_TOPIC = ad.UKP_HELD_OUT[0]  # fits the mining cuts; the other one reports them
+
+
+def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
+    """Fit the cuts of the trained (unpacked) model in `folder` into its manifest."""
+    from perspect.reranker.argument import ArgumentModel
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    model = ArgumentModel(StanceTrunk.load(folder, serving=True))
+    cache = ae.StateCache(model.lower)
+    s = ae.sets(data, argument)
+    need = ("perspectrum_tune", f"ukp:{MINE_FIT_TOPIC}")
+    p = {k: ae.score_rows(model, cache, s[k]) for k in need}
+    log(f"fit: scored {sum(len(s[k]) for k in need)} rows")
+    p["tune_bags"] = ae.score_bags(model, cache, s["tune_bags"])
+    cuts = ae.fit_cuts(p, s, MINE_FIT_TOPIC)
+    log(f"fit: cuts {json.dumps(cuts)}")
+    man_path = folder / "manifest.json"
+    man = json.loads(man_path.read_text())
+    man.setdefault("decisions", {})["argument"] = cuts
+    man_path.write_text(json.dumps(man, indent=2) + "\n")
+    return cuts
+
+
+def train_entry(data: Path, folder: Path, log, argument: Path, warm_start: Path, **options):
+    """Train (resumable: the work folder outside the repository keeps the cached states and the
+    checkpoint), fit the cuts, pack into `folder`."""
+    defaults = vars(trainer.parser().parse_args(["--out", "unused"]))
+    args = argparse.Namespace(**{**defaults, **options})
+    args.data, args.argument, args.warm_start = Path(data), Path(argument), Path(warm_start)
+    args.work = Path(args.work) if args.work else trainer.default_work()
+    args.out = args.work / "out"
+    args.work.mkdir(parents=True, exist_ok=True)
+    res = trainer.run(args, log)
+    res["cuts"] = fit_folder(args.out, args.data, args.argument, log)
+    trainer.pack(args.out, Path(folder))
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="fit the argument model's cuts into its manifest")
+    ap.add_argument("folder", type=Path, help="a trained (unpacked) argument model")
+    ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
+    ap.add_argument("--argument", type=Path, default=Path("../shared/data/argument"))
+    ap.add_argument("--pack", type=Path, default=None, help="then pack it into this entry")
+    a = ap.parse_args()
+    fit_folder(a.folder, a.data, a.argument)
+    if a.pack is not None:
+        trainer.pack(a.folder, a.pack)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The argument model (issue 55): its rows keep what measures it out of training, its training
+resumes from a checkpoint outside the repository, the shipped model reads for / against /
+neither, and the consumers act on it (sides, evidence verdicts and reasons, mining).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perspect.core.model import bundle
+from tests.conftest import PERSPECTRUM
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+ARGUMENT_DATA = ROOT.parent / "shared" / "data" / "argument"
+needs_data = pytest.mark.skipif(
+    not (ARGUMENT_DATA / "ukp_sentential.jsonl").is_file()
+    or not (PERSPECTRUM / "perspective_pool_v1.0.json").is_file(),
+    reason=f"the argument data ({ARGUMENT_DATA}) or PERSPECTRUM ({PERSPECTRUM}) is absent",
+)
+needs_model = pytest.mark.skipif(
+    not bundle.is_bundle(MODELS / "argument"), reason="no models/argument in this checkout"
+)
+
+
+@needs_data
+@pytest.mark.data
+def test_rows_keep_what_measures_the_model_out_of_training():
+    import random
+
+    from perspect.lab.train import argument_data as ad
+
+    ukp = ad.ukp_rows(ARGUMENT_DATA)
+    trained_topics = {r.a for r in ukp["train"]}
+    assert trained_topics and not trained_topics & set(ad.UKP_HELD_OUT)
+    assert all(len(ukp[t]) > 1000 for t in ad.UKP_HELD_OUT)
+    ibm = ad.ibm_rows(ARGUMENT_DATA)
+    assert not {r.a for r in ibm["train"]} & {r.a for r in ibm["test"]}  # motions unseen
+    rows, held = ad.perspectrum_rows(PERSPECTRUM, random.Random(1))
+    trained_claims = {r.a for r in rows}
+    assert not trained_claims & {r.a for r in held["dev"] + held["tune"]}
+    labels = {r.label for r in rows}
+    assert labels == {ad.FOR, ad.AGAINST, ad.NEITHER}
+    neg = [r for r in rows if r.source == "perspectrum-negated"]
+    assert neg and all(r.label != ad.NEITHER for r in neg)
+
+
+@needs_data
+@pytest.mark.slow
+def test_training_resumes_from_its_checkpoint_and_restarts_for_another_recipe(tmp_path):
+    from perspect.lab.train import argument as trainer
+
+    def args(seed: int) -> argparse.Namespace:
+        a = trainer.parser().parse_args(["--out", str(tmp_path / "out")])
+        a.data, a.argument = PERSPECTRUM, ARGUMENT_DATA
+        a.work, a.limit, a.epochs, a.seed = tmp_path / "work", 24, 1.0, seed
+        a.warm_start = MODELS / "relation" if bundle.is_bundle(MODELS / "relation") else None
+        return a
+
+    logs: list[str] = []
+    trainer.run(args(3), logs.append)
+    assert (tmp_path / "work" / "checkpoint.pt").is_file()
+    assert (tmp_path / "out" / "heads.safetensors").is_file()
+    first = list(logs)
+    assert not any("resumed" in m for m in first)
+    logs.clear()
+    trainer.run(args(3), logs.append)  # the states from disk, the training already done
+    assert any(m.startswith("lower states:") and " 0 to compute" in m for m in logs), logs
+    assert any(m.startswith("resumed at step") for m in logs), logs
+    logs.clear()
+    trainer.run(args(4), logs.append)  # another recipe: starts over
+    assert any("another recipe's: starting over" in m for m in logs), logs
+
+
+@pytest.fixture(scope="module")
+def model():
+    if not bundle.is_bundle(MODELS / "argument"):
+        pytest.skip("no models/argument in this checkout")
+    from perspect.reranker.argument import ArgumentModel
+
+    return ArgumentModel.load(MODELS / "argument", serving=True)
+
+
+@needs_model
+def test_the_shipped_model_reads_for_against_and_neither(model):
+    from perspect.reranker.argument import AGAINST, FOR, NEITHER
+
+    claim = "Zoos should be closed"
+    texts = [
+        "Keeping wild animals in small cages causes them lifelong suffering.",
+        "Zoos save endangered species from extinction through breeding programmes.",
+        "The train to Lyon leaves at nine in the morning.",
+    ]
+    p = model.judge_texts([claim] * 3, texts)
+    assert np.allclose(p.sum(1), 1.0)
+    assert p[0, FOR] > p[0, AGAINST]
+    assert p[1, AGAINST] > p[1, FOR]
+    assert p[2, NEITHER] > max(p[2, FOR], p[2, AGAINST])
+    assert model.cuts is not None and 0 < model.cuts.neither_at <= 1.01
+
+
+@needs_model
+def test_a_perspective_that_takes_no_side_leaves_the_sides_unless_a_reader_placed_it(model):
+    from perspect.core.result import Member
+    from perspect.pipeline.arguing import Arguing
+
+    members = [
+        Member("1", "Zoos let children see animals they would never see otherwise.", 0.9, 0.2),
+        Member("2", "The train to Lyon leaves at nine in the morning.", 0.6, 0.5),
+        Member("3", "The train to Lyon leaves at nine.", 0.6, 0.5, corrected=True),
+    ]
+    arguing = Arguing(model, None)
+    claim = model.claim_lower("Zoos should be closed")
+    keep, out = arguing.sided(claim, members)
+    assert [m.id for m in keep] == ["1", "3"] and [m.id for m in out] == ["2"]
+    arguing.cuts = dataclasses.replace(model.cuts, neither_at=1.01)  # nothing reaches it
+    assert arguing.sided(claim, members) == (members, [])
+
+
+@needs_model
+@pytest.mark.slow
+def test_a_shown_reason_argues_for_its_perspective_and_backing_never_argues_against(model):
+    import tempfile
+
+    from perspect import api
+    from perspect.api import Perspect, Source
+    from tests.conftest import write_json
+    from tests.test_shipped_bundle import CLAIM, EVIDENCE, POOL  # the small real pool
+
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        pf = write_json(d / "p.json", [{"id": i, "text": t} for i, t, _ in POOL])
+        ef = write_json(d / "e.json", [{"id": i, "text": t} for i, t in EVIDENCE])
+        config = api.index_config(["bm25", "dense"])
+        api.build_index("real", [Source("perspectives", pf), Source("evidence", ef)],
+                        home=d, config=config)  # fmt: skip
+        with Perspect.open("real", home=d, model=MODELS / "pair") as p:
+            res = p.search(CLAIM)
+    cuts = model.cuts
+    shown = [(c, e) for c in res.clusters for e in c.evidence]
+    assert shown
+    reasons = [c for c in res.clusters if c.why is not None]
+    assert reasons, "no reason shown"
+    pf = model.judge_texts(
+        [c.representative.text for c in reasons], [c.why.sentence for c in reasons]
+    )
+    assert (pf[:, 0] >= cuts.for_at).all()
+    for c in res.clusters:  # ordered by P(for): every paragraph shown as backing comes first
+        verdicts = [e.verdict for e in c.evidence if e.verdict != "contradicts"]
+        assert verdicts == sorted(verdicts, key=lambda v: v != "supports"), verdicts
