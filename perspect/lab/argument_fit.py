@@ -51,9 +51,25 @@ def train_entry(data: Path, folder: Path, log, argument: Path, warm_start: Path,
     args.out = args.work / "out"
     args.work.mkdir(parents=True, exist_ok=True)
     res = trainer.run(args, log)
-    res["cuts"] = fit_folder(args.out, args.data, args.argument, log)
-    trainer.pack(args.out, Path(folder))
+    shipped = ship_folder(args.out, args.work / "shipped", log)
+    res["cuts"] = fit_folder(shipped, args.data, args.argument, log)
+    trainer.pack(shipped, Path(folder))
     return res
+
+
+def ship_folder(trained: Path, dest: Path, log=print) -> Path:
+    """A copy of the trained folder with its adapter cut to the shipped rank, in float16
+    (perspect.lab.train.argument.compress): the cuts are fitted on what ships."""
+    import shutil
+
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(trained, dest, ignore=shutil.ignore_patterns("onnx"))
+    kept = trainer.compress(dest)
+    man = json.loads((dest / "manifest.json").read_text())
+    man["shipped_adapter"] = kept
+    (dest / "manifest.json").write_text(json.dumps(man, indent=2) + "\n")
+    log(f"shipped adapter: {kept}")
+    return dest
 
 
 def main() -> None:
@@ -62,10 +78,12 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
     ap.add_argument("--argument", type=Path, default=Path("../shared/data/argument"))
     ap.add_argument("--pack", type=Path, default=None, help="then pack it into this entry")
+    ap.add_argument("--work", type=Path, default=None, help="where the shipped copy is made")
     a = ap.parse_args()
-    fit_folder(a.folder, a.data, a.argument)
+    shipped = ship_folder(a.folder, (a.work or trainer.default_work()) / "shipped")
+    fit_folder(shipped, a.data, a.argument)
     if a.pack is not None:
-        trainer.pack(a.folder, a.pack)
+        trainer.pack(shipped, a.pack)
 
 
 if __name__ == "__main__":
