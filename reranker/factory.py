@@ -165,9 +165,11 @@ def _named_reader(pair: PairModel | None, comparator: Comparator | None) -> Comp
 
 
 def _argument(pair: PairModel | None, entry: Path | None, serving: Serving):
-    """The bundle's argument model (or `entry`'s); None where the bundle has none. Its top graph
-    in int8 where `serving` asks for int8."""
-    folder = entry or paths.models_dir() / "argument"
+    """The argument model of the pair model's bundle (the entry beside it), or `entry`'s; None
+    where there is none (a pair model trained elsewhere answers as before). Its top graph in
+    int8 where `serving` asks for int8."""
+    home = Path(pair.origin).parent if pair is not None else paths.models_dir()
+    folder = entry or home / "argument"
     if entry is None and not (bundle.is_bundle(folder) or (folder / "manifest.json").is_file()):
         return None
     return ArgumentModel.load(folder, serving=serving.onnx, int8=serving.int8 and serving.onnx)

@@ -153,3 +153,31 @@ def test_a_shown_reason_argues_for_its_perspective_and_backing_never_argues_agai
     for c in res.clusters:  # ordered by P(for): every paragraph shown as backing comes first
         verdicts = [e.verdict for e in c.evidence if e.verdict != "contradicts"]
         assert verdicts == sorted(verdicts, key=lambda v: v != "supports"), verdicts
+
+
+@needs_model
+def test_a_sentence_judged_once_is_read_back_from_the_index_by_a_new_process(model, tmp_path):
+    """The (perspective, sentence) judgment is kept with the index: a second engine (a new
+    process) reads it instead of running the model; a damaged file is computed again."""
+    from types import SimpleNamespace
+
+    from perspect.core.index.links import Link
+    from perspect.pipeline.arguing import JUDGMENTS, Arguing
+
+    searcher = SimpleNamespace(dir=SimpleNamespace(root=tmp_path), stance_states=lambda: None)
+    para = SimpleNamespace(text="Zoo cages are tiny. Animals kept in them pace and suffer.")
+    links = [[Link("e1", 0.5, 0.5, why=(20, len(para.text)))]]
+    texts = {"p1": "Keeping animals in zoos is cruel."}
+    first = Arguing(model, searcher).judge_links(["p1"], texts, links, {"e1": para})
+    assert first[0][0].entail is not None and (tmp_path / JUDGMENTS).is_file()
+
+    def no_model(*_a, **_k):
+        raise AssertionError("the model ran for a judgment kept with the index")
+
+    again = Arguing(model, searcher)
+    again.model = SimpleNamespace(judge=no_model, lower=no_model, states_key="k")
+    second = again.judge_links(["p1"], texts, links, {"e1": para})
+    assert second[0][0].entail == pytest.approx(first[0][0].entail)
+    (tmp_path / JUDGMENTS).write_bytes(b"not a database")
+    third = Arguing(model, searcher).judge_links(["p1"], texts, links, {"e1": para})
+    assert third[0][0].entail == pytest.approx(first[0][0].entail, abs=1e-6)

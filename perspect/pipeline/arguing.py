@@ -3,13 +3,18 @@ a side on the claim at all, and does the cited sentence of a linked paragraph ar
 perspective, against it, or neither.
 
 Both read stored lower states where the index has them (a perspective's, under the key the
-argument model shares with the stance trunk) and compute the others; the judgment of a
-(perspective, sentence) pair does not depend on the claim, so it is kept in a process-wide cache
-(a service answers the next claim that shows the same perspective without a pass).
+argument model shares with the stance trunk) and compute the others. The judgment of a
+(perspective, sentence) pair does not depend on the claim: it is computed the first time a search
+shows the pair and kept with the index (`JUDGMENTS`, keyed by the model and both texts, so adds
+and deletes never make one stale), and in memory for this process. Why not all at build time:
+every perspective's linked sentences are tens of thousands of pairs, over ten minutes of this
+machine's two cores for the demo pools, for judgments most searches never show.
 """
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -23,6 +28,7 @@ from perspect.core.result import Member
 from perspect.reranker.argument import NEITHER, ArgumentModel
 
 CACHED = 50_000  # (perspective, sentence) judgments kept per process
+JUDGMENTS = "argument_judgments.sqlite"  # in the index's folder, beside its versions
 SENTENCES_KEPT = 5_000  # sentences whose lower states are kept per process
 
 
@@ -36,6 +42,33 @@ class Arguing:
         self._sentences: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self._created = str(model.manifest.get("created"))
+        root = getattr(getattr(searcher, "dir", None), "root", None)
+        self._db = None if root is None else root / JUDGMENTS
+
+    # -- judgments kept with the index ----------------------------------------------------------
+    def _stored(self, keys: list[str]) -> dict[str, tuple[float, float]]:
+        if self._db is None or not self._db.is_file() or not keys:
+            return {}
+        try:
+            with sqlite3.connect(f"file:{self._db}?mode=ro", uri=True, timeout=1) as db:
+                got = {}
+                for s in range(0, len(keys), 500):
+                    part = keys[s : s + 500]
+                    q = f"SELECT k, pf, pa FROM j WHERE k IN ({','.join('?' * len(part))})"
+                    got.update({k: (pf, pa) for k, pf, pa in db.execute(q, part)})
+                return got
+        except sqlite3.Error:
+            return {}  # unreadable: computed again (and the index itself is untouched)
+
+    def _keep(self, rows: list[tuple[str, float, float]]) -> None:
+        if self._db is None or not rows:
+            return
+        try:
+            with sqlite3.connect(self._db, timeout=2) as db:
+                db.execute("CREATE TABLE IF NOT EXISTS j (k TEXT PRIMARY KEY, pf REAL, pa REAL)")
+                db.executemany("INSERT OR REPLACE INTO j VALUES (?, ?, ?)", rows)
+        except (sqlite3.Error, OSError):
+            pass  # a read-only or busy index: kept in memory only
 
     # -- states ---------------------------------------------------------------------------------
     def perspective_states(self, ids: Sequence[str], texts: Sequence[str]) -> list[np.ndarray]:
@@ -82,6 +115,9 @@ class Arguing:
     def _key(self, texts: dict[str, str], k: tuple) -> tuple[str, str, str]:
         return (self._created, texts[k[2]], k[3])
 
+    def _digest(self, texts: dict[str, str], k: tuple) -> str:
+        return hashlib.sha1("\x00".join(self._key(texts, k)).encode()).hexdigest()
+
     # -- perspective -> cited sentence ------------------------------------------------------------
     def judge_links(
         self,
@@ -106,6 +142,9 @@ class Arguing:
             return out
         with self._lock:
             known = {k: self._pairs.get(self._key(perspective_texts, k)) for k in todo}
+        ask = {self._digest(perspective_texts, k): k for k in todo if known[k] is None}
+        for d, got in self._stored(list(ask)).items():
+            known[ask[d]] = got
         need = [k for k in todo if known[k] is None]
         if need:
             pids_needed = list(dict.fromkeys(k[2] for k in need))
@@ -119,6 +158,7 @@ class Arguing:
                     self._pairs[self._key(perspective_texts, k)] = known[k]
                 while len(self._pairs) > CACHED:
                     self._pairs.popitem(last=False)
+            self._keep([(self._digest(perspective_texts, k), *known[k]) for k in need])
         for k in todo:
             pf, pa = known[k]
             out[k[0]][k[1]] = replace(out[k[0]][k[1]], entail=pf, contradict=pa)
