@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core.errors import InputError
-from perspect.indexer.readers import ReadReport, _Collector, iter_files, read_text_file
+from perspect.indexer.readers import (
+    ReadReport,
+    _Collector,
+    iter_files,
+    load_json,
+    read_text_file,
+)
+from perspect.indexer.web_fetch import extract_json
 
 NEWS_FILE_SUFFIXES = (".txt", ".md")
 DOCUMENT_FILE_SUFFIXES = (".txt", ".md", ".html", ".htm")
@@ -51,7 +58,7 @@ def _articles_from_json(path: Path, col: _Collector) -> Iterator[tuple[dict[str,
     content = read_text_file(path)
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(content)
+            data = load_json(content)
         except json.JSONDecodeError as e:
             raise InputError(str(path), f"malformed JSON: {e.msg}", line=e.lineno) from None
         if not isinstance(data, list):
@@ -64,7 +71,7 @@ def _articles_from_json(path: Path, col: _Collector) -> Iterator[tuple[dict[str,
         if not line.strip():
             continue
         try:
-            yield json.loads(line), n
+            yield load_json(line), n
         except json.JSONDecodeError as e:
             col.error(n, f"malformed JSON: {e.msg}")
 
@@ -102,10 +109,7 @@ def _article_file(f: Path, ident: str) -> dict[str, Any]:
 def html_article(html: str, where: str) -> dict[str, Any]:
     """Main text, title, date, site name and canonical URL of a saved page (trafilatura, as a
     page from the web: paragraphs kept apart, the headline not repeated as a sentence)."""
-    import trafilatura
-
-    raw = trafilatura.extract(html, output_format="json", with_metadata=True)
-    got = json.loads(raw) if raw else {}
+    got = extract_json(html)
     text = (got.get("text") or "").strip()
     if not text:
         raise InputError(where, "no article text in this page")

@@ -15,6 +15,8 @@ import csv
 import hashlib
 import io
 import json
+import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -86,22 +88,26 @@ def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
         raise InputError(str(p), "no such file")
     if p.is_dir():
         raise InputError(str(p), "is a folder, expected a file")
-    data = p.read_bytes()
+    try:
+        data = p.read_bytes()
+    except OSError as e:  # unreadable (permissions, a dead disk): the person can fix it
+        raise InputError(str(p), f"cannot read the file ({e.strerror or e})") from None
     bom = next((enc for mark, enc in _BOMS if data.startswith(mark)), None)
     if bom is None and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
         encoding = "utf-8-sig"
     enc = bom or encoding
     try:
         text = data.decode(enc)
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
+    except UnicodeError as e:  # a codec such as punycode raises the base class, without .start
+        start = min(getattr(e, "start", 0), max(len(data) - 1, 0))
+        line = data[:start].count(b"\n") + 1
         if bom is None and b"\x00" in data[:8192]:
             raise InputError(
                 str(p), "looks like a binary file (NUL bytes), expected text"
             ) from None
         raise InputError(
             str(p),
-            f"not valid {enc} (byte 0x{data[e.start]:02x})",
+            f"not valid {enc} (byte 0x{data[start]:02x})",
             line=line,
             hint="convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
         ) from None
@@ -174,6 +180,9 @@ class _Collector:
         if (why := _unstorable(text)) is not None:
             self.error(line, f"text {why}")
             return
+        if (why := _unstorable_metadata(meta)) is not None:
+            self.error(line, why)
+            return
         if ident is None or (isinstance(ident, str) and not ident.strip()):
             ident = text_id(text, self.id_prefix)
         if isinstance(ident, bool) or not isinstance(ident, (str, int)):
@@ -205,8 +214,42 @@ def _unstorable(text: str) -> str | None:
     return None
 
 
+def _unstorable_metadata(meta: dict[str, Any]) -> str | None:
+    """Why the other fields of a record cannot be stored: the store keeps them as UTF-8 JSON,
+    which SQLite's json functions and the HTTP API's answers must parse again."""
+    try:
+        json.dumps(meta, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "a field other than the text holds a lone surrogate (not valid Unicode text)"
+    except ValueError:
+        return "a field other than the text holds NaN or Infinity (not valid JSON)"
+    except RecursionError:
+        return "a field other than the text is nested too deeply"
+    return None
+
+
 def _json_error(path: str, e: json.JSONDecodeError, line_offset: int = 0) -> InputError:
     return InputError(path, f"malformed JSON: {e.msg}", line=e.lineno + line_offset)
+
+
+_LONG_NUMBER = re.compile(rf"\d{{{sys.get_int_max_str_digits() + 1}}}")
+
+
+def load_json(text: str) -> Any:
+    """`json.loads`, with every way it refuses a text raised as a `JSONDecodeError`: nesting
+    deeper than Python's stack (RecursionError) and an integer longer than Python converts
+    (a plain ValueError) are malformed input too, not crashes of the reader."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+    except ValueError:  # the int digit limit (CVE-2020-10735)
+        m = _LONG_NUMBER.search(text)
+        digits = sys.get_int_max_str_digits()
+        msg = f"a number with more than {digits} digits"
+        raise json.JSONDecodeError(msg, text, m.start() if m else 0) from None
 
 
 def read_pool(
@@ -225,7 +268,7 @@ def read_pool(
     col = _Collector(str(p), id_field, text_field, id_prefix)
     if fmt == "json":
         try:
-            data = json.loads(content)
+            data = load_json(content)
         except json.JSONDecodeError as e:
             raise _json_error(str(p), e) from None
         if isinstance(data, dict) and isinstance(data.get("data"), list):
@@ -240,14 +283,23 @@ def read_pool(
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = load_json(line)
             except json.JSONDecodeError as e:
                 col.error(n, f"malformed JSON: {e.msg}")
                 continue
             col.add_record(rec, n)
     elif fmt in ("csv", "tsv"):
-        reader = csv.DictReader(io.StringIO(content), delimiter="," if fmt == "csv" else "\t")
-        if not reader.fieldnames:
+        # newline="": csv's own line splitting, so a quoted field may hold a line break and a
+        # file with old Mac line ends (CR alone) reads as lines, not as one broken field
+        stream = io.StringIO(content, newline="")
+        reader = csv.DictReader(stream, delimiter="," if fmt == "csv" else "\t")
+        try:
+            header = reader.fieldnames
+        except csv.Error as e:  # a header field over csv's size limit, a stray quote ...
+            raise InputError(
+                str(p), f"malformed {fmt.upper()} header: {e}", line=reader.line_num or 1
+            ) from None
+        if not header:
             raise InputError(str(p), "no header row")
         try:
             for rec in reader:

@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -93,9 +94,22 @@ def content_hash(text: str) -> str:
 
 
 def canonical_url(url: str) -> str:
-    """The URL without its fragment, host lower-cased: two links to one article compare equal."""
-    p = urlsplit(url.strip())
+    """The URL without its fragment, host lower-cased: two links to one article compare equal.
+    One that urllib cannot split (a broken IPv6 host, "http://[x") is its own key, as given:
+    a feed may link to anything, and one bad link must not stop the add."""
+    try:
+        p = urlsplit(url.strip())
+    except ValueError:
+        return url.strip()
     return urlunsplit((p.scheme.lower(), p.netloc.lower(), p.path or "/", p.query, ""))
+
+
+def hostname(url: str) -> str | None:
+    """The host of `url`, or None (also for a URL urllib cannot split)."""
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
 
 
 def article_id_for(url: str | None, text: str) -> str:
@@ -125,7 +139,11 @@ def fetch(client, url: str, seconds: float = 10.0) -> Fetched:
     sends a byte every few seconds held an add for as long as it liked. The fetch runs on a
     thread that is given up once the budget is spent (a name lookup cannot be interrupted), and
     the thread itself stops reading at the deadline."""
-    if urlsplit(url).scheme not in ("http", "https"):
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError as e:  # "Invalid IPv6 URL": a typo, or a feed's broken link
+        raise FetchError("bad", f"malformed URL ({e})") from None
+    if scheme not in ("http", "https"):
         raise FetchError("bad", "not an http(s) URL")
     deadline = time.monotonic() + seconds
     box: list[Fetched | BaseException] = []
@@ -186,17 +204,35 @@ def looks_like_feed(f: Fetched) -> bool:
     )
 
 
-def extract_page(f: Fetched, fallback: dict[str, Any] | None = None) -> Article | Outcome:
-    """Main text and metadata of an HTML page (trafilatura), or the outcome that says why not."""
+def extract_json(html: str, **options: Any) -> dict[str, Any]:
+    """trafilatura's JSON of a page (main text and metadata) as a dict; {} when it finds none.
+    Why not only json.loads of its string: trafilatura NFC-normalises the JSON text after
+    escaping it, so an escape before a combining mark ("\\n" then U+0301) becomes "\\ń",
+    which is not JSON. Decomposing first (NFD) undoes that; each text is composed again."""
     import trafilatura
 
+    raw = trafilatura.extract(html, output_format="json", with_metadata=True, **options)
+    if not raw:
+        return {}
+    try:
+        got = json.loads(raw)
+    except json.JSONDecodeError:
+        try:
+            got = json.loads(unicodedata.normalize("NFD", raw))
+        except json.JSONDecodeError:
+            return {}
+        if isinstance(got, dict):
+            nfc = unicodedata.normalize
+            got = {k: nfc("NFC", v) if isinstance(v, str) else v for k, v in got.items()}
+    return got if isinstance(got, dict) else {}
+
+
+def extract_page(f: Fetched, fallback: dict[str, Any] | None = None) -> Article | Outcome:
+    """Main text and metadata of an HTML page (trafilatura), or the outcome that says why not."""
     if f.content_type and f.content_type not in HTML_TYPES:
         return Outcome(f.url, "not_html", f"content type {f.content_type}")
     html = f.body.decode("utf-8", errors="replace")
-    raw = trafilatura.extract(
-        html, url=f.url, output_format="json", with_metadata=True, include_comments=False
-    )
-    got = json.loads(raw) if raw else {}
+    got = extract_json(html, url=f.url, include_comments=False)
     fb = fallback or {}
     text = (got.get("text") or "").strip()
     title = got.get("title") or fb.get("title")
@@ -209,7 +245,7 @@ def extract_page(f: Fetched, fallback: dict[str, Any] | None = None) -> Article 
     text = re.sub(r"\n+", "\n\n", text)  # trafilatura's paragraphs: never one sentence across two
     # trafilatura's JSON names the site name "source-hostname" (its `sitename`)
     site = got.get("source-hostname") or got.get("sitename")
-    outlet = site or fb.get("outlet") or urlsplit(f.url).hostname
+    outlet = site or fb.get("outlet") or hostname(f.url)
     return Article(
         id=article_id_for(f.url, text),
         text=text,
@@ -220,14 +256,34 @@ def extract_page(f: Fetched, fallback: dict[str, Any] | None = None) -> Article 
     )
 
 
+# A numeric character reference feedparser's loose parser turns into a character with chr() and
+# encodes as UTF-8: one to a surrogate (&#xD800;), past U+10FFFF or too long for an int raised
+# out of feedparser.parse and stopped the whole add.
+_CHARREF = re.compile(rb"&#([xX][0-9a-fA-F]+|[0-9]+);")
+
+
+def _charref(m: re.Match[bytes]) -> bytes:
+    ref = m.group(1)
+    if len(ref) > 12:  # past any code point, and never an int too long to convert
+        return b"&#xFFFD;"
+    c = int(ref[1:], 16) if ref[:1] in b"xX" else int(ref)
+    return m.group(0) if c <= 0x10FFFF and not 0xD800 <= c <= 0xDFFF else b"&#xFFFD;"
+
+
 def feed_entries(f: Fetched) -> tuple[str, list[tuple[str, dict[str, Any]]]] | None:
-    """(feed title, [(entry link, fallback metadata)]) or None when `f` is no feed."""
+    """(feed title, [(entry link, fallback metadata)]) or None when `f` is no feed.
+    FetchError("bad") when feedparser cannot read it at all: references no character can
+    stand for are replaced first (U+FFFD); what feedparser still lets out (such a reference in
+    a UTF-16 feed, say) is that feed's one outcome, not the end of the add."""
     import feedparser
 
-    parsed = feedparser.parse(f.body)
+    try:
+        parsed = feedparser.parse(_CHARREF.sub(_charref, f.body))
+    except Exception as e:  # a third-party parser on bytes from anywhere
+        raise FetchError("bad", f"unreadable feed ({type(e).__name__}: {str(e)[:80]})") from None
     if not parsed.get("version") and not parsed.entries:
         return None
-    feed_title = parsed.feed.get("title") or urlsplit(f.url).hostname or f.url
+    feed_title = parsed.feed.get("title") or hostname(f.url) or f.url
     out = []
     for e in parsed.entries:
         link = e.get("link")

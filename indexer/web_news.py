@@ -85,8 +85,12 @@ def from_object(rec: Any, where: str) -> Article | Outcome:
     if not isinstance(text, str) or not text.strip():
         return Outcome(where, "empty", "article has no text", title=rec.get("title"))
     for key in ("id", "url", "title", "outlet", "source", "date"):
-        if rec.get(key) is not None and not isinstance(rec[key], str | int):
+        kinds = str if key == "url" else str | int  # a URL is parsed, never a number
+        if rec.get(key) is not None and not isinstance(rec[key], kinds):
             return Outcome(where, "bad", f"'{key}' must be a string")
+    for key in ("text", "id", "url", "title", "outlet", "source", "date"):
+        if isinstance(rec.get(key), str) and not _is_unicode(rec[key]):
+            return Outcome(where, "bad", f"'{key}' holds a lone surrogate (not valid Unicode text)")
     url = rec.get("url")
     aid = str(rec["id"]).strip() if rec.get("id") is not None else article_id_for(url, text)
     if not aid or "#" in aid:
@@ -99,6 +103,16 @@ def from_object(rec: Any, where: str) -> Article | Outcome:
         outlet=rec.get("outlet") or rec.get("source"),
         date=None if rec.get("date") is None else str(rec["date"]),
     )
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether `text` can be hashed and stored as UTF-8 (a JSON escape can carry a lone
+    surrogate, which no file and no database holds)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 NOT_FETCHED = "URL already indexed, not fetched"
@@ -199,7 +213,11 @@ def _collect_url(client, url, clock, indexed, articles, outcomes, reporter) -> N
     except FetchError as e:
         outcomes.append(Outcome(url, e.status, e.detail))
         return
-    feed = feed_entries(page) if looks_like_feed(page) else None
+    try:
+        feed = feed_entries(page) if looks_like_feed(page) else None
+    except FetchError as e:
+        outcomes.append(Outcome(url, e.status, e.detail))
+        return
     if feed is None:
         got = extract_page(page)
         if isinstance(got, Outcome):
