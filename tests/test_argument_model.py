@@ -43,7 +43,11 @@ def test_rows_keep_what_measures_the_model_out_of_training():
     assert not {r.a for r in ibm["train"]} & {r.a for r in ibm["test"]}  # motions unseen
     rows, held = ad.perspectrum_rows(PERSPECTRUM, random.Random(1))
     trained_claims = {r.a for r in rows}
-    assert not trained_claims & {r.a for r in held["dev"] + held["tune"]}
+    from perspect.core.datasets.perspectrum import load_claims
+
+    both = {c.text for c in load_claims(PERSPECTRUM, "train")}  # a text PERSPECTRUM puts in both
+    both &= {c.text for c in load_claims(PERSPECTRUM, "dev")}
+    assert not (trained_claims & {r.a for r in held["dev"] + held["tune"]}) - both
     labels = {r.label for r in rows}
     assert labels == {ad.FOR, ad.AGAINST, ad.NEITHER}
     neg = [r for r in rows if r.source == "perspectrum-negated"]
@@ -90,7 +94,9 @@ def model():
 def test_the_shipped_model_reads_for_against_and_neither(model):
     from perspect.reranker.argument import AGAINST, FOR, NEITHER
 
-    claim = "Zoos should be closed"
+    # ("Zoos should be closed" is read the other way round: a passive call to act on a thing, the
+    # stance trunk's second reading's case, bench/RESULTS.md "The argument model")
+    claim = "Zoos do more harm than good"
     texts = [
         "Keeping wild animals in small cages causes them lifelong suffering.",
         "Zoos save endangered species from extinction through breeding programmes.",

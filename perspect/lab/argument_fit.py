@@ -13,6 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+
 from perspect.lab import argument_eval as ae
 from perspect.lab.train import argument as trainer
 from perspect.lab.train import argument_data as ad
@@ -29,10 +31,15 @@ def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
     cache = ae.StateCache(model.lower)
     s = ae.sets(data, argument)
     need = ("perspectrum_tune", f"ukp:{MINE_FIT_TOPIC}")
-    p = {k: ae.score_rows(model, cache, s[k]) for k in need}
-    log(f"fit: scored {sum(len(s[k]) for k in need)} rows")
-    p["tune_bags"] = ae.score_bags(model, cache, s["tune_bags"])
+    kept = folder / "fit_scores.npz"  # the scores, so a re-fit of the cuts alone is quick
+    p = dict(np.load(kept)) if kept.is_file() else {}
+    if not p:
+        p = {k: ae.score_rows(model, cache, s[k]) for k in need}
+        log(f"fit: scored {sum(len(s[k]) for k in need)} rows")
+        p["tune_bags"] = ae.score_bags(model, cache, s["tune_bags"])
+        np.savez(kept, **p)
     cuts = ae.fit_cuts(p, s, MINE_FIT_TOPIC)
+    kept.unlink()  # not shipped: the bundle holds weights and manifests
     log(f"fit: cuts {json.dumps(cuts)}")
     man_path = folder / "manifest.json"
     man = json.loads(man_path.read_text())
