@@ -168,6 +168,8 @@ def _argument(pair: PairModel | None, entry: Path | None, serving: Serving):
     """The argument model of the pair model's bundle (the entry beside it), or `entry`'s; None
     where there is none (a pair model trained elsewhere answers as before). Its top graph in
     int8 where `serving` asks for int8."""
+    if entry is None and pair is not None and getattr(pair, "origin", None) is None:
+        return None  # a pair model in training: answers as the model it is
     home = Path(pair.origin).parent if pair is not None else paths.models_dir()
     folder = entry or home / "argument"
     if entry is None and not (bundle.is_bundle(folder) or (folder / "manifest.json").is_file()):

@@ -67,16 +67,6 @@ class DecomposedNet(nn.Module):
             h = o[0] if isinstance(o, tuple) else o
         return h
 
-    @torch.no_grad()
-    def lower(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Token states after the frozen lower layers, one text per row (each text alone)."""
-        h = self.encoder.embeddings(input_ids=input_ids)
-        return self._run(self.lower_layers, h, attention_mask)
-
-    def forward(self, seqs: Sequence[torch.Tensor], task: str) -> torch.Tensor:
-        """Logits of `task` for each joined sequence (claim states then perspective states)."""
-        return self.heads[task](self.drop(self.pool(seqs))).float()
-
     def pool(self, seqs: Sequence[torch.Tensor]) -> torch.Tensor:
         """Mean-pooled top-layer states of each joined sequence: what every head reads (a
         multi-task step scores several heads from one pass)."""
@@ -89,6 +79,25 @@ class DecomposedNet(nn.Module):
         out = self._run(self.top_layers, h, att)
         m = att.unsqueeze(-1).to(out.dtype)
         return (out * m).sum(1) / m.sum(1)
+
+    @torch.no_grad()
+    def lower(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Token states after the frozen lower layers, one text per row (each text alone)."""
+        h = self.encoder.embeddings(input_ids=input_ids)
+        return self._run(self.lower_layers, h, attention_mask)
+
+    def forward(self, seqs: Sequence[torch.Tensor], task: str) -> torch.Tensor:
+        """Logits of `task` for each joined sequence (claim states then perspective states)."""
+        n = max(len(s) for s in seqs)
+        h = torch.zeros(len(seqs), n, self.hidden, dtype=seqs[0].dtype)
+        att = torch.zeros(len(seqs), n, dtype=torch.long)
+        for i, s in enumerate(seqs):
+            h[i, : len(s)] = s
+            att[i, : len(s)] = 1
+        out = self._run(self.top_layers, h, att)
+        m = att.unsqueeze(-1).to(out.dtype)
+        pooled = (out * m).sum(1) / m.sum(1)
+        return self.heads[task](self.drop(pooled)).float()
 
 
 class LowerGraph(nn.Module):

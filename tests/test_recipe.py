@@ -70,6 +70,7 @@ def test_the_shipped_recipe_orders_its_steps():
         "colbert",
         "stance-trunk",
         "relation",
+        "argument",
         "calibrate",
         "unclear",
         "verdict",

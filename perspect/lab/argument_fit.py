@@ -24,10 +24,9 @@ MINE_FIT_TOPIC = ad.UKP_HELD_OUT[0]  # fits the mining cuts; the other one repor
 
 def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
     """Fit the cuts of the trained (unpacked) model in `folder` into its manifest."""
-    from perspect.reranker.argument import ArgumentModel
-    from perspect.reranker.stance_trunk import StanceTrunk
+    from perspect.reranker import factory
 
-    model = ArgumentModel(StanceTrunk.load(folder, serving=True))
+    model = factory.load(["argument"], entries={"argument": folder}).argument
     cache = ae.StateCache(model.lower)
     s = ae.sets(data, argument)
     need = ("perspectrum_tune", f"ukp:{MINE_FIT_TOPIC}")

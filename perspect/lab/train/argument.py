@@ -15,6 +15,10 @@ and step are checkpointed to WORK/checkpoint.pt every few minutes. WORK is outsi
 (default ~/.cache/perspect/argument-run); a run resumes from what it finds there, and starts over
 cleanly where it finds nothing (or a checkpoint of another recipe: the recipe's hash is in it).
 Run: python -m perspect.lab.train.argument --out DIR [--work DIR] [--minutes N].
+
+Why one module: the disk cache, the batch plan, the loss of both row kinds, the resumable loop
+and the packing (with the cut to the shipped rank) are one recipe whose checkpoint key covers
+them all; the rows themselves are in argument_data.
 """
 
 from __future__ import annotations
