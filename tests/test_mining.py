@@ -187,11 +187,8 @@ def test_a_claim_the_pool_never_saw_gets_arguments_from_the_documents(mine):
                for c in js["clusters"])  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the issue's target, not reached: the relation model's sides of mined sentences are "
-    "right about 62 % of the time on dev (no margin reaches 80 %), so none is placed on a side",
-)
+# reached with the argument model (issue 55): its side cut, fitted on a UKP topic it never saw,
+# places mined sentences on both sides (it was a strict xfail with the relation model's sides)
 def test_both_sides_of_a_claim_the_pool_never_saw_are_placed_from_the_documents(mine):
     res = mine.search(CLAIM)
     placed = {c.stance for c in res.clusters for m in c.members if m.mined
