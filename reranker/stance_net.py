@@ -88,16 +88,7 @@ class DecomposedNet(nn.Module):
 
     def forward(self, seqs: Sequence[torch.Tensor], task: str) -> torch.Tensor:
         """Logits of `task` for each joined sequence (claim states then perspective states)."""
-        n = max(len(s) for s in seqs)
-        h = torch.zeros(len(seqs), n, self.hidden, dtype=seqs[0].dtype)
-        att = torch.zeros(len(seqs), n, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            h[i, : len(s)] = s
-            att[i, : len(s)] = 1
-        out = self._run(self.top_layers, h, att)
-        m = att.unsqueeze(-1).to(out.dtype)
-        pooled = (out * m).sum(1) / m.sum(1)
-        return self.heads[task](self.drop(pooled)).float()
+        return self.heads[task](self.drop(self.pool(seqs))).float()
 
 
 class LowerGraph(nn.Module):
