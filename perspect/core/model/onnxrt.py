@@ -198,7 +198,11 @@ def quantized(folder: str | Path, name: str, fingerprint: str):
     weights, per output channel), made from that graph first when missing; None where the graph
     is not exported or cannot be copied. Why per channel: on 160 dev pairs through the
     equivalence cross-encoder its scores correlate .96 with fp32, per tensor .89 (PyTorch's
-    dynamic int8, per tensor: .70), at the same speed (1.6x fp32 here)."""
+    dynamic int8, per tensor: .70), at the same speed (1.6x fp32 here). Why unsigned weights
+    (INT8_RECIPE): signed int8 weights against uint8 activations saturate 16-bit sums on x86
+    CPUs without VNNI (AVX2 only: this machine and CI's); on 160 PERSPECTRUM pairs through the
+    equivalence graph here they correlated .961 with fp32 (a tiny random trunk's P(support) off
+    by up to .55), unsigned .987, 7-bit signed .984, at one speed."""
     if not ready(folder, name, fingerprint):
         return None
 
@@ -210,17 +214,20 @@ def quantized(folder: str | Path, name: str, fingerprint: str):
         logging.disable(logging.WARNING)  # "consider pre-processing": not for dynamic int8
         try:
             quantize_dynamic(
-                path.with_name(f"{name}.onnx"), tmp, per_channel=True, weight_type=QuantType.QInt8
+                path.with_name(f"{name}.onnx"), tmp, per_channel=True, weight_type=QuantType.QUInt8
             )
             tmp.replace(path)
         finally:
             logging.disable(was)
             tmp.unlink(missing_ok=True)
 
-    return session(folder, f"{name}.int8", fingerprint, make)
+    return session(folder, f"{name}.int8", f"{fingerprint}+{INT8_RECIPE}", make)
 
 
 INT8 = "onnx-dynamic-int8-per-channel"  # a served model's manifest "quantized" for int8 graphs
+# How the int8 copies are made, in their stamps: a copy made another way is made again
+# (the signed-weight copies of before saturated on CPUs without VNNI: `quantized`).
+INT8_RECIPE = "uint8-weights"
 # Pairs per ONNX Runtime call for the cross-encoders: a search's 30 candidates in length-sorted
 # batches of 16 instead of one batch padded to the longest took 103 vs 121 ms (int8) and 154 vs
 # 178 ms (fp32) here, 20 dev claims; 28 equivalence pairs 131 vs 152 ms (int8). PyTorch's
@@ -231,7 +238,9 @@ PAIR_BATCH = 16
 def served(folder: str | Path, name: str, fingerprint: str, int8: bool = False):
     """The session of graph `name` (or of its int8 copy) made earlier for these weights, or
     None: what a model's `serving` constructor opens without torch."""
-    return existing(folder, f"{name}.int8" if int8 else name, fingerprint)
+    if int8:
+        return existing(folder, f"{name}.int8", f"{fingerprint}+{INT8_RECIPE}")
+    return existing(folder, name, fingerprint)
 
 
 def made(
