@@ -21,7 +21,7 @@ import numpy as np
 
 from perspect.core import paths
 from perspect.core.errors import ModelError
-from perspect.core.model import bundle
+from perspect.core.model import bundle, precision
 from perspect.core.model.decision_stack import logit
 
 FORMAT = "perspect.stancetrunk/1"
@@ -39,7 +39,7 @@ WEIGHTS = ("adapter/*.safetensors", "heads.safetensors")
 
 
 class StanceTrunk:
-    """Two ways to score, as the pair model: PyTorch (`net`: training, export, bf16), or the two
+    """Two ways to score, as the pair model: PyTorch (`net`: training, export; bf16 where the CPU has it), or the two
     exported graphs on ONNX Runtime with a `tokenizers` tokenizer (`serving`: no torch and no
     transformers in the process, the cold-start path). Both give the same scores (tested)."""
 
@@ -213,7 +213,7 @@ class StanceTrunk:
             return self._onnx[0].run(None, {"input_ids": ids, "attention_mask": mask})[0]
         import torch
 
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.inference_mode(), precision.cpu_autocast():
             h = self.net.lower(torch.from_numpy(ids), torch.from_numpy(mask))
         return h.float().numpy()
 
@@ -313,8 +313,8 @@ class StanceTrunk:
 
                 from perspect.reranker import stance_net
 
-                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-                    t = torch.from_numpy(h).to(torch.bfloat16)
+                with torch.inference_mode(), precision.cpu_autocast():
+                    t = torch.from_numpy(h).to(precision.cpu_dtype())
                     m = torch.from_numpy(mask)
                     logits = stance_net.TopGraph(self.net)(t, m).float().numpy()
             out[idx] = np.asarray(logits, dtype=np.float64).reshape(len(idx), n_cols)

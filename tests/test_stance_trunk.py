@@ -346,3 +346,27 @@ def test_a_claim_with_a_second_reading_mixes_it_in_at_the_fitted_weight(
     np.testing.assert_allclose(
         StanceScorer(model, trunk)("School uniforms should be banned.", some), own
     )
+
+
+def test_bf16_only_where_the_cpu_computes_it(tiny_trunk, monkeypatch):
+    """The PyTorch path runs bf16 only on CPUs with bf16 units (5.5x slower than float32 on an
+    AVX2-only CPU); either way the lower states agree to within bf16's rounding."""
+    from perspect.core.model import precision
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    monkeypatch.delenv("PERSPECT_BF16", raising=False)
+    precision.cpu_has_bf16.cache_clear()
+    assert precision.cpu_has_bf16() == ("avx512_bf16" in flags or "amx_bf16" in flags)
+    trunk = StanceTrunk.load(tiny_trunk)
+    texts = [p["text"] for p in PERSPECTIVES]
+    got = {}
+    for forced in ("0", "1"):
+        monkeypatch.setenv("PERSPECT_BF16", forced)
+        precision.cpu_has_bf16.cache_clear()
+        assert precision.cpu_autocast().fast_dtype == torch.bfloat16
+        assert precision.cpu_autocast()._enabled == (forced == "1")
+        got[forced] = trunk.lower(texts)
+    precision.cpu_has_bf16.cache_clear()
+    for a, b in zip(got["0"], got["1"], strict=True):
+        np.testing.assert_allclose(a, b, atol=0.05 * np.abs(a).max())

@@ -37,7 +37,7 @@ from perspect.core.datasets import claimdiff as cd
 from perspect.core.datasets.perspectrum import (
     data_fingerprints,
 )
-from perspect.core.model import bundle
+from perspect.core.model import bundle, precision
 from perspect.lab.train.relation_data import (
     NLI_FILES,
     NLI_LABELS,
@@ -78,7 +78,7 @@ class JointStates(States):
                 padding=True,
                 return_tensors="pt",
             )
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with precision.cpu_autocast():
                 h = self.net.lower(enc["input_ids"], enc["attention_mask"])
             h = h.to(torch.bfloat16)
             for i, p in enumerate(chunk):

@@ -32,7 +32,7 @@ from perspect.core.datasets.perspectrum import (
     tune_claims_of,
 )
 from perspect.core.index.stance_states import dequantize, quantize
-from perspect.core.model import bundle
+from perspect.core.model import bundle, precision
 from perspect.lab.train.pair_data import build_examples
 from perspect.reranker import stance_net
 
@@ -59,7 +59,7 @@ class States:
                 padding=True,
                 return_tensors="pt",
             )
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with precision.cpu_autocast():
                 h = self.net.lower(enc["input_ids"], enc["attention_mask"])
             h = h.to(torch.bfloat16)
             for i, t in enumerate(chunk):
