@@ -27,7 +27,7 @@ from perspect.core.index.layout import IndexDir
 from perspect.core.index.links import LINKS
 from perspect.core.index.stance_states import STATES, States
 from perspect.core.index.store import ItemStore
-from perspect.core.progress import NullReporter, Reporter
+from perspect.core.progress import NullReporter, Reporter, Timed
 from perspect.core.types import ARTICLE_POOLS, POOLS, Item
 from perspect.indexer import derived, states
 from perspect.indexer.check_search import check_in_child
@@ -112,7 +112,7 @@ class Indexer:
         self.name = check_name(name)
         self.dir = IndexDir(resolve_home(home), name)
         self.config = config
-        self.reporter = reporter or NullReporter()
+        self.reporter = Timed(reporter or NullReporter())  # stage lengths: the manifest's
         self.skip_bad = skip_bad
 
     # -- public operations ---------------------------------------------------------------------
@@ -445,6 +445,7 @@ class Indexer:
         elif "perspectives" in by_pool:
             judge_links(version, manifest, self.reporter, [it.id for it in by_pool["perspectives"]])
         manifest["libraries"] = mf.library_versions(libs)
+        manifest["stages"] = self.reporter.take()  # where this write's time went
         mf.save(version, manifest)
         return WriteReport(
             index=self.name,
