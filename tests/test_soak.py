@@ -56,7 +56,7 @@ def test_a_short_soak_loses_nothing_and_holds_its_memory(soak_home, tiny_pair_mo
     assert got["searches"] > 10 and got["writes"] >= 20 and got["deletes"] >= 5
     assert got["cli_searches"] >= 3 and got["errors"] == 0
     assert got["counts"] == got["expected_counts"]
-    assert got["max_versions"] <= 4
+    assert got["max_versions"] <= 2 + 2 + 1  # live, being written, two clients, the CLI
     # the original index was never written: the bench works on a copy
     assert len(list((soak_home / "tiny" / "versions").iterdir())) == 1
 
