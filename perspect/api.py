@@ -22,6 +22,7 @@ it would scatter the surface without shortening any logic.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,7 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perspect.core import paths
-from perspect.core.errors import Cancelled, IndexDamaged, IndexNotFound, PerspectError
+from perspect.core.errors import (
+    Cancelled,
+    IndexBusy,
+    IndexDamaged,
+    IndexNotFound,
+    PerspectError,
+)
 from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, resolve_home
 from perspect.core.index.corrections import Correction, Corrections
@@ -334,10 +341,21 @@ def add_to_index(
     home: str | Path | None = None,
     reporter: Reporter | None = None,
     skip_bad: bool = False,
+    wait: float = 0.0,
 ) -> WriteReport:
+    """Add `sources` to `name`; `wait`: seconds to wait for another writer of the index (the
+    service's adds, another process) before IndexBusy. The CLI waits: two adds at once both land."""
     if not sources:
         raise PerspectError("nothing to add", hint="pass --perspectives, --news, --documents...")
-    return Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad).add(sources)
+    indexer = Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return indexer.add(sources)
+        except IndexBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def add_news(

@@ -13,7 +13,7 @@ import pytest
 
 from perspect.core.index.config import IndexConfig
 from tests.conftest import NEWS, PERSPECTIVES, ROOT, perspect_cmd, write_json, write_jsonl
-from tests.web_fixtures import serve_process, wait_ready
+from tests.web_fixtures import serve_process, wait_healthy, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -72,8 +72,9 @@ def test_three_writers_at_once_each_lands_once(soak_home, tiny_pair_model, tmp_p
         ]
         files.append(write_jsonl(tmp_path / f"w{k}.jsonl", arts))
     http_article = {"id": "http-0", "title": "h", "text": "The service added this one."}
-    with serve_process(soak_home, tiny_pair_model) as (_proc, url):
-        wait_ready(url)
+    with serve_process(soak_home, tiny_pair_model) as (proc, url):
+        wait_healthy(url, lambda: proc.poll() is None, timeout=120)  # a busy machine starts slowly
+        wait_ready(url, timeout=300)
         before = httpx.get(f"{url}/indexes", timeout=30).json()["indexes"][0]
         results: dict[str, object] = {}
 
@@ -99,7 +100,7 @@ def test_three_writers_at_once_each_lands_once(soak_home, tiny_pair_model, tmp_p
         assert after["pools"]["news"] == before["pools"]["news"] + 7
         assert int(after["version"][1:7]) == int(before["version"][1:7]) + 3
         # every item of the pool (k past its size): each article's sentence once
-        body = {"claim": "writer wrote article service added", "pool": "news", "k": 200}
+        body = {"claim": "writer wrote article service added", "pool": "news", "k": 50}
         hits = httpx.post(f"{url}/search", json={**body, "retriever": "bm25"}, timeout=60)
         ids = [h["id"] for h in hits.json()["hits"]]
         want = [f"cli{k}-{j}#0" for k in range(2) for j in range(3)] + ["http-0#0"]

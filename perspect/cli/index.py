@@ -15,6 +15,10 @@ from perspect.cli.common import (
 from perspect.core.presentation.render import json_text, literal
 from perspect.core.types import POOLS
 
+# seconds `index add` waits for another writer of the index (the service, another add) before
+# it gives up with one line: two adds started together both land (tests/test_soak.py)
+WRITER_WAIT_S = 120.0
+
 
 def _sources(args: argparse.Namespace):
     from perspect.api import Source
@@ -112,8 +116,9 @@ def cmd_index_add(args: argparse.Namespace) -> int:
             got = api.add_news(args.name, urls, home=args.home, reporter=rep, pool="documents")
         if sources or not urls:
             report = api.add_to_index(
-                args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad
-            )
+                args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad,
+                wait=WRITER_WAIT_S,
+            )  # fmt: skip
     if urls:
         c = console()
         for o in got.outcomes:
