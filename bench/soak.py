@@ -44,22 +44,9 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-CLAIMS = [
-    "animals should have lawful rights",
-    "nuclear energy is the way forward",
-    "school uniforms should be mandatory",
-    "social media does more harm than good",
-    "university education should be free",
-    "voting should be compulsory",
-    "zoos should be banned",
-    "homework should be banned",
-]
-TOPICS = [
-    ("energy", "The new reactor will supply power to two million homes, officials said."),
-    ("animals", "Campaigners said animals feel pain and deserve protection in law."),
-    ("schools", "Teachers argued that uniforms reduce bullying over clothes."),
-    ("voting", "Turnout rose sharply after the law made voting compulsory."),
-]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from load import CLAIMS, TOPICS  # noqa: E402  the load bench's claims and article topics
 
 
 def perspect(*args: str) -> list[str]:
