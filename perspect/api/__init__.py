@@ -9,14 +9,14 @@ retrieval (clusters empty, a coverage warning that says how to train). `retrieve
 top-k of any pool. Below the class: index management (`build_index`, `add_to_index`,
 `delete_from_index`, `rebuild_index`, `index_status`; what a build is configured with is
 perspect.indexer.index_config's), `train` and the evaluations (which trainer a task runs is
-perspect.lab.train_tasks's), article comparison, and the model bundle (`models`,
-`verify_models`, `prepare_models`, `make_models`; the models load through
-perspect.reranker.factory). The CLI, the TUI and the server are thin layers over these and
+perspect.lab.train_tasks's). Article comparison (perspect.api.articles) and the model bundle
+(`models`, `verify_models`, `prepare_models`, `make_models`: perspect.api.bundle_ops) live
+beside it and are re-exported here, so `perspect.api` stays the one door. The CLI, the TUI and the server are thin layers over these and
 import nothing below this floor but the ground floor (perspect.core).
 
-Why one module: it is the typed front door a user imports as `perspect.api` and reads
-from top to bottom; each function is a few lines handing over to the floors below, so splitting
-it would scatter the surface without shortening any logic.
+Why one module: the search handle, the service handle and index management are the typed front
+door a user reads from top to bottom; each function is a few lines handing over to the floors
+below, so splitting them further would scatter the surface without shortening any logic.
 """
 
 from __future__ import annotations
@@ -25,10 +25,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from perspect.api.articles import Comparer, compare, evaluate_claimdiff
+from perspect.api.bundle_ops import (
+    make_models,
+    models,
+    models_dir,
+    prepare_models,
+    unchecked_models,
+    verify_models,
+)
+from perspect.api.loads import MODEL_LOADS
 from perspect.core import paths
 from perspect.core.errors import (
     Cancelled,
@@ -41,7 +50,6 @@ from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, resolve_home
 from perspect.core.index.corrections import Correction, Corrections
 from perspect.core.index.layout import IndexDir, list_indexes
-from perspect.core.model import bundle
 from perspect.core.progress import Reporter
 from perspect.core.result import Coverage, SearchResult, SourceContext
 from perspect.core.service import ServiceStatus
@@ -59,18 +67,8 @@ from perspect.lab import train_tasks
 from perspect.lab.evaluate import evaluate_perspectrum
 from perspect.lab.train_tasks import ENCODERS, TRAIN_TASKS, TrainResult
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
-from perspect.reranker import factory
 from perspect.reranker.factory import Prepared
 from perspect.retriever.searcher import Searcher
-
-if TYPE_CHECKING:
-    from perspect.lab import recipe
-
-# Every model load of the process, one at a time. Why: two threads importing transformers for the
-# first time at once fail ("ImportError: cannot import name 'AutoModel' from 'transformers'"): the
-# first POST /compare on a fresh `perspect serve`, beside the loader of its engines, was a 500, or
-# left the default engine unloaded. Reentrant: a load may start another (the engine, its models).
-MODEL_LOADS = threading.RLock()
 
 
 class Perspect:
@@ -472,146 +470,4 @@ def train(
         max_minutes=max_minutes,
         reporter=reporter,
         log=log,
-    )
-
-
-def compare(
-    a: str | Path,
-    b: str | Path,
-    *,
-    config=None,
-    model_dir: str | Path | None = None,
-):
-    """Article A against article B, sentence by sentence (perspect.pipeline.compare): where A
-    strengthens B (agreement), where it weakens B (dispute), with the words that say so."""
-    return Comparer(model_dir, config).compare(a, b)
-
-
-class Comparer:
-    """`compare` with its models loaded once (a server compares many pairs): articles given as
-    (title, text) pairs or as files."""
-
-    def __init__(self, model_dir: str | Path | None = None, config=None):
-        self._model_dir, self._config = model_dir, config
-        self._models = None
-        self._lock = threading.Lock()
-
-    def _loaded(self):
-        from perspect.pipeline.compare import SentenceEncoder
-
-        if self._models is not None:
-            return self._models
-        with MODEL_LOADS, self._lock:
-            if self._models is None:
-                folder = self._model_dir or paths.comparator_model()
-                comparator = factory.load(
-                    ["comparator"], factory.TORCH, entries={"comparator": folder}
-                ).comparator
-                dense_dir = paths.dense_model_dir()
-                if (dense_dir / bundle.MANIFEST).is_file():
-                    enc_dir = bundle.resolve(dense_dir)
-                else:
-                    enc_dir = Path(paths.resolve_base(None))
-                # the stance trunk the bundle's pair model names, on ONNX Runtime, or None
-                trunk = factory.load(["trunk"]).trunk
-                self._models = (comparator, SentenceEncoder(enc_dir), trunk)
-            return self._models
-
-    def compare(self, a: tuple[str, str] | str | Path, b: tuple[str, str] | str | Path):
-        from perspect.pipeline.compare import Article, compare_articles
-
-        def article(x, label: str) -> Article:
-            if isinstance(x, tuple):
-                return Article.from_text(x[0], x[1], label)
-            return Article.read(x)
-
-        art_a, art_b = article(a, "article a"), article(b, "article b")
-        comparator, encoder, stance = self._loaded()
-        return compare_articles(art_a, art_b, comparator, encoder, self._config, stance)
-
-
-def evaluate_claimdiff(
-    data: str | Path = Path("data") / "claimdiff",
-    split: str = "dev",
-    model_dir: str | Path | None = None,
-):
-    """ClaimDiff scores of the comparator on `split` and on its document-like counterpart."""
-    from perspect.lab.claimdiff import evaluate_claimdiff as run
-
-    return run(model_dir or paths.comparator_model(), data, split)
-
-
-# -- the model bundle ----------------------------------------------------------------------------
-def models_dir(folder: str | Path | None = None) -> Path:
-    return Path(folder) if folder else paths.models_dir()
-
-
-def models(folder: str | Path | None = None) -> list[bundle.BundleEntry]:
-    """The bundle's models (every sub-folder with a `bundle.json`), by name."""
-    root = models_dir(folder)
-    found = sorted(p.parent for p in root.glob(f"*/{bundle.MANIFEST}")) if root.is_dir() else []
-    return [bundle.BundleEntry.read(p) for p in found]
-
-
-def verify_models(folder: str | Path | None = None) -> dict[str, list[str]]:
-    """Every model's problems (empty list: each file, each made ONNX graph and its base match
-    their checksums). A model folder without its `bundle.json` is a problem, not a skip."""
-    out = {e.name: bundle.verify(e) for e in models(folder)}
-    for d in unchecked_models(folder):
-        out.setdefault(d.name, [f"{d / bundle.MANIFEST} is missing: nothing of {d} can be checked"])
-    return out
-
-
-def unchecked_models(folder: str | Path | None = None) -> list[Path]:
-    """Folders of the bundle without their `bundle.json`: never loaded, and said so."""
-    root = models_dir(folder)
-    found = sorted(root.iterdir()) if root.is_dir() else []
-    return [d for d in found if bundle.unchecked_entry(d)]
-
-
-def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
-    """Export the ONNX graphs a search serves its models from, so that the first search of a
-    process loads neither torch nor transformers for them, and compile PLAID's kernels where
-    the bundle has ColBERT (perspect.reranker.factory.prepare says what and how long)."""
-    return factory.prepare(models_dir(folder))
-
-
-def make_models(
-    data: str | Path = Path("data") / "perspectrum",
-    folder: str | Path | None = None,
-    *,
-    only: Sequence[str] = (),
-    stance_rounds: int = 3,
-    colbert: bool = True,
-    comparator: bool = True,
-    claimdiff: str | Path | None = None,
-    vitaminc: str | Path | None = None,
-    dry_run: bool = False,
-    reporter: Reporter | None = None,
-    log: Callable[[str], None] = print,
-    corrections: str | None = None,
-    home: str | Path | None = None,
-) -> list[recipe.Outcome]:
-    """`make models`: every bundle step whose inputs changed (or that never ran), in order.
-    `corrections`: an index whose readers' corrections the pair model trains on too."""
-    from perspect.lab import recipe
-
-    steps = recipe.steps(stance_rounds, colbert, comparator)
-    other = recipe.OtherData(Path(claimdiff)) if claimdiff else recipe.OtherData()
-    if vitaminc:
-        other = replace(other, vitaminc=Path(vitaminc))
-    if corrections:
-        from perspect.lab.train.pair_data import index_corrections
-
-        other = replace(other, corrections=index_corrections(corrections, home))
-        log(f"training on {len(other.corrections)} corrections of index {corrections!r}")
-    return recipe.make(
-        data,
-        models_dir(folder),
-        steps,
-        only,
-        reporter=reporter,
-        log=log,
-        dry_run=dry_run,
-        other=other,
     )
