@@ -89,7 +89,8 @@ def test_search_results_carry_their_reason(tiny_index, tiny_pair_model):
         assert item.text[s:e] == c.why.sentence
     doc = json.loads(json.dumps(res.to_json()))
     w = next(x["why"] for x in doc["clusters"] if x["evidence"])
-    assert set(w) == {"evidence", "sentence", "span"} and len(w["span"]) == 2
+    assert set(w) == {"evidence", "sentence", "span", "source"} and len(w["span"]) == 2
+    assert w["source"] is None  # from its evidence, not a document or the news
 
 
 def test_citation_rates_beside_the_top_paragraph_baseline():

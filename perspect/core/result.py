@@ -115,15 +115,33 @@ class Member(FrozenMetadata):
 
 @dataclass(frozen=True)
 class Why:
-    """The one evidence sentence that best backs a cluster's perspective: its cited reason.
-    `span` is [start, end) of `sentence` inside that evidence item's text."""
+    """The one sentence that best backs a cluster's perspective: its cited reason. `span` is
+    [start, end) of `sentence` inside that evidence item's text. `source`: where the reason was
+    found in the reader's documents or the news (its id is then that sentence's), because the
+    cluster's evidence paragraphs had none (perspect.pipeline.pool_reasons); None: from its
+    evidence."""
 
     evidence: str
     sentence: str
     span: tuple[int, int]
+    source: Provenance | None = None
+
+    @property
+    def cited_from(self) -> str:
+        """What a reader is shown after the sentence: the evidence id, or the document or news
+        article it comes from."""
+        if self.source is None:
+            return f"evidence {self.evidence}"
+        kind = "news" if self.source.pool == "news" else "document"
+        return f"{kind}: {self.source.label}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"evidence": self.evidence, "sentence": self.sentence, "span": list(self.span)}
+        return {
+            "evidence": self.evidence,
+            "sentence": self.sentence,
+            "span": list(self.span),
+            "source": self.source.to_json() if self.source else None,
+        }
 
 
 # A side held with P < LEAN is shown as "leans ...". The stance head is calibrated (Platt, on the

@@ -112,13 +112,62 @@ class Arguing:
         out = [m for m in members if p.get(m.id, 0.0) >= self.cuts.neither_at]
         return keep, out
 
-    def _key(self, texts: dict[str, str], k: tuple) -> tuple[str, str, str]:
-        return (self._created, texts[k[2]], k[3])
+    def _key(self, perspective: str, sentence: str) -> tuple[str, str, str]:
+        return (self._created, perspective, sentence)
 
-    def _digest(self, texts: dict[str, str], k: tuple) -> str:
-        return hashlib.sha1("\x00".join(self._key(texts, k)).encode()).hexdigest()
+    def _digest(self, key: tuple[str, str, str]) -> str:
+        return hashlib.sha1("\x00".join(key).encode()).hexdigest()
 
-    # -- perspective -> cited sentence ------------------------------------------------------------
+    # -- perspective -> sentence ------------------------------------------------------------------
+    def known(
+        self, perspective_texts: dict[str, str], pairs: Sequence[tuple[str, str]]
+    ) -> list[bool]:
+        """Whether each (perspective id, sentence) pair is judged already (by this process, or
+        kept with the index): judging it again costs nothing."""
+        keys = [self._key(perspective_texts[p], s) for p, s in pairs]
+        with self._lock:
+            mem = {k for k in keys if k in self._pairs}
+        kept = self._stored([self._digest(k) for k in keys if k not in mem])
+        return [k in mem or self._digest(k) in kept for k in keys]
+
+    def judge_pairs(
+        self,
+        perspective_texts: dict[str, str],
+        pairs: Sequence[tuple[str, str]],
+        states: dict[str, np.ndarray] | None = None,
+    ) -> list[tuple[float, float]]:
+        """P(for), P(against) of each (perspective id, sentence) pair: remembered by this process,
+        else kept with the index (`JUDGMENTS`), else judged now and kept. `states`: sentences'
+        lower states the caller has (stored with the documents), used before computing any."""
+        keys = [self._key(perspective_texts[p], s) for p, s in pairs]
+        with self._lock:
+            known = {k: self._pairs.get(k) for k in keys}
+        ask = {self._digest(k): k for k in keys if known[k] is None}
+        for d, got in self._stored(list(ask)).items():
+            known[ask[d]] = got
+        need = list(dict.fromkeys((p, s) for (p, s), k in zip(pairs, keys, strict=True)
+                                  if known[k] is None))  # fmt: skip
+        if need:
+            pids = list(dict.fromkeys(p for p, _ in need))
+            pstates = dict(zip(pids, self.perspective_states(
+                pids, [perspective_texts[p] for p in pids]), strict=True))  # fmt: skip
+            have = states or {}
+            computed = self.sentence_states([s for _, s in need if s not in have])
+            sstates = dict(zip([s for _, s in need if s not in have], computed, strict=True))
+            sstates.update({s: have[s] for _, s in need if s in have})
+            p = self.model.judge([pstates[q] for q, _ in need], [sstates[s] for _, s in need])
+            made = []
+            with self._lock:
+                for (q, s), row in zip(need, p, strict=True):
+                    k = self._key(perspective_texts[q], s)
+                    known[k] = (float(row[0]), float(row[1]))
+                    self._pairs[k] = known[k]
+                    made.append((self._digest(k), *known[k]))
+                while len(self._pairs) > CACHED:
+                    self._pairs.popitem(last=False)
+            self._keep(made)
+        return [known[k] for k in keys]
+
     def judge_links(
         self,
         pids: Sequence[str | None],
@@ -140,26 +189,7 @@ class Arguing:
         out = [list(c) for c in chosen]
         if not todo:
             return out
-        with self._lock:
-            known = {k: self._pairs.get(self._key(perspective_texts, k)) for k in todo}
-        ask = {self._digest(perspective_texts, k): k for k in todo if known[k] is None}
-        for d, got in self._stored(list(ask)).items():
-            known[ask[d]] = got
-        need = [k for k in todo if known[k] is None]
-        if need:
-            pids_needed = list(dict.fromkeys(k[2] for k in need))
-            pstates = dict(zip(pids_needed, self.perspective_states(
-                pids_needed, [perspective_texts[p] for p in pids_needed]), strict=True))  # fmt: skip
-            sstates = self.sentence_states([k[3] for k in need])
-            p = self.model.judge([pstates[k[2]] for k in need], sstates)
-            with self._lock:
-                for k, row in zip(need, p, strict=True):
-                    known[k] = (float(row[0]), float(row[1]))
-                    self._pairs[self._key(perspective_texts, k)] = known[k]
-                while len(self._pairs) > CACHED:
-                    self._pairs.popitem(last=False)
-            self._keep([(self._digest(perspective_texts, k), *known[k]) for k in need])
-        for k in todo:
-            pf, pa = known[k]
+        got = self.judge_pairs(perspective_texts, [(k[2], k[3]) for k in todo])
+        for k, (pf, pa) in zip(todo, got, strict=True):
             out[k[0]][k[1]] = replace(out[k[0]][k[1]], entail=pf, contradict=pa)
         return out

@@ -7,12 +7,17 @@
     mining (pipeline.mining)        an index with documents: arguments mined from them (and the
                                     news) join the clusters or form their own, with their source
     evidence (pipeline.evidence)    clusters -> clusters with backing paragraphs
+    reasons (pipeline.pool_reasons) clusters whose evidence cites no reason: one from the
+                                    reader's documents or the news, with its source
     news (pipeline.news)            claim + top clusters -> NewsItems (ClaimDiff)
     order (pipeline.order)          clusters -> sides interleaved, coverage
 
 This module puts the models (loaded by perspect.reranker.factory, as `EngineConfig.serving`
 says) into those stages and runs them in that order. Progress goes to a
 callback (the TUI's worker) and a `threading.Event` cancels between stages.
+
+Why one module: the stage table, the configuration whose comments keep the measurements behind
+each default, and the wiring of each model into its stage are read together.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from perspect.pipeline.clusters import Clusters, RelationPairs
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.mining import Mining
 from perspect.pipeline.news import News
+from perspect.pipeline.pool_reasons import PoolReasons
 from perspect.pipeline.retrieve import Retrieve
 from perspect.pipeline.stance import StanceScorer
 from perspect.reranker import factory
@@ -232,6 +238,7 @@ class Engine:
             RelationCuts.from_manifest(reader.manifest, "compare") if reader else None,
             self.arguing,
         )
+        self.pool_reasons = PoolReasons(searcher, self.arguing, cfg.evidence_clusters)
         self.mining = Mining(
             searcher,
             self.relation,
@@ -351,6 +358,9 @@ class Engine:
 
             clusters = self.evidence_stage(clusters, links.result())
             t = step("evidence", 0.95, t)
+            if self.pool_reasons.active:
+                clusters = self.pool_reasons(clusters)
+                t = step("pool reasons", 0.96, t)
 
             news = []
             if news_job is not None:

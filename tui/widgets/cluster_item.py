@@ -39,6 +39,8 @@ class ClusterItem(ListItem):
             t.append(f"\n  ↳ {plain(c.representative.source.label)}", style="cyan")
         if c.why is not None:
             t.append(f"\n  “{plain(c.why.sentence)}”", style="italic")
+            if c.why.source is not None:
+                t.append(f"  ({plain(c.why.cited_from)})", style="dim")
         elif c.evidence:
             t.append(f"\n  {NO_REASON}", style="dim italic")
         return t

@@ -51,7 +51,7 @@ class DetailScreen(ModalScreen[None]):
         if c.why is not None:
             t.append("\nWhy\n", style="bold underline")
             t.append(f" “{plain(c.why.sentence)}”", style="italic")
-            t.append(f"  [{plain(c.why.evidence)}]\n", style="dim")
+            t.append(f"  [{plain(c.why.cited_from)}]\n", style="dim")
         elif c.evidence:
             t.append("\nWhy\n", style="bold underline")
             t.append(f" {NO_REASON}: no paragraph below is judged to support it\n", style="dim")

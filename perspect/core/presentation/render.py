@@ -113,7 +113,7 @@ def _cluster_md(i: int, c: PerspectiveCluster) -> list[str]:
     if (said := sources_line(c)) is not None:
         lines.append(f"   - {said}")
     if c.why:
-        lines.append(f"   - why: “{plain(c.why.sentence)}” (evidence `{c.why.evidence}`)")
+        lines.append(f"   - why: “{plain(c.why.sentence)}” ({plain(c.why.cited_from)})")
     elif c.evidence:
         lines.append(f"   - why: {NO_REASON}")
     for m in c.members[1:]:
@@ -220,7 +220,7 @@ def print_result(res: SearchResult) -> None:
             if (said := sources_line(c)) is not None:
                 extra.append(said)
             why = (
-                f"\n[italic]“{literal(c.why.sentence)}”[/] [dim](evidence {literal(c.why.evidence)})[/]"
+                f"\n[italic]“{literal(c.why.sentence)}”[/] [dim]({literal(c.why.cited_from)})[/]"
                 if c.why
                 else (f"\n[dim]{NO_REASON}[/]" if c.evidence else "")
             )
