@@ -373,9 +373,14 @@ async def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> None:
             if proc.poll() is not None:
                 raise SystemExit(f"error: the server exited ({proc.returncode}) before ready")
             try:
-                if (await c.get("/ready")).status_code == 200:
+                r = await c.get("/ready")
+                if r.status_code == 200:
                     return
-            except httpx.HTTPError:
+                failed = [f"{n}: {e['error']}" for n, e in r.json().get("engines", {}).items()
+                          if e.get("error")]  # fmt: skip
+                if failed:  # an engine that failed to load never becomes ready: say why now
+                    raise SystemExit(f"error: the server cannot answer: {failed[0]}")
+            except (httpx.HTTPError, ValueError):
                 pass
             await asyncio.sleep(0.5)
     raise SystemExit(f"error: the server was not ready in {timeout:.0f} s")
