@@ -8,6 +8,7 @@ the judgments recorded in it (JSON: claim -> cluster representative -> {side, re
 each "right"/"wrong"/"opposite"/"n/a") and counts them.
 
     python bench/reader.py --index default [--json OUT] [--k 10] [--set argument] [--no-argument]
+    python bench/reader.py --home DIR --set documents   # an index with UKP pages as documents
     python bench/reader.py --judged bench/reader_judged.json
 """
 
@@ -72,14 +73,29 @@ ARGUMENT_CLAIMS = [
     "Supermarkets should be forced to donate unsold food",
     "Daylight saving time should be scrapped",
 ]
-SETS = {"default": CLAIMS, "argument": ARGUMENT_CLAIMS}
+# on the two UKP topics no argument model row was trained on, for an index to which a reader added
+# that topic's web pages as documents (the "documents" set: mined arguments and reasons from
+# documents; bench/RESULTS.md, "Reasons from documents")
+DOCUMENT_CLAIMS = [
+    "Adults should be allowed to buy cannabis legally",
+    "Legal marijuana would make roads more dangerous",
+    "Cannabis should be available on prescription for chronic pain",
+    "Governments should tax marijuana sales instead of jailing users",
+    "The minimum wage should be raised to a living wage",
+    "A higher minimum wage costs young people their jobs",
+    "Small businesses cannot afford a higher minimum wage",
+    "Employers should be free to set their own wages",
+]
+SETS = {"default": CLAIMS, "argument": ARGUMENT_CLAIMS, "documents": DOCUMENT_CLAIMS}
 
 
-def answers(index: str, k: int, claims=CLAIMS, argument: bool = True) -> list[dict]:
+def answers(
+    index: str, k: int, claims=CLAIMS, argument: bool = True, home: Path | None = None
+) -> list[dict]:
     from perspect.api import Perspect
     from perspect.pipeline.engine import EngineConfig
 
-    p = Perspect.open(index, config=EngineConfig(argument=argument))
+    p = Perspect.open(index, home=home, config=EngineConfig(argument=argument))
     out = []
     for claim in claims:
         a = p.search(claim, k=k)
@@ -99,7 +115,12 @@ def show(runs: list[dict], judged: dict | None = None) -> Counter:
             ev = c.get("evidence") or []
             top = ev[0]["verdict"] if ev else "none"
             print(f"- [{c['side_label']} {c['strength']:.2f}] {rep}")
-            print(f"    why: {why or 'no backing sentence found'}")
+            src = (c.get("why") or {}).get("source")
+            found_in = f" ({src['pool']}: {src['outlet'] or src['article_id']})" if src else ""
+            print(f"    why: {why or 'no backing sentence found'}{found_in}")
+            for m in c["members"]:
+                if m.get("source"):
+                    print(f"    mined: {m['text'][:200]} ({m['source']['outlet']})")
             print(f"    top evidence: {top}" + (f" -- {ev[0]['text'][:160]}" if ev else ""))
             m = marks.get(rep)
             if m:
@@ -117,19 +138,20 @@ def check() -> None:
 
     from perspect.core.datasets.perspectrum import load_claims
 
-    ours = [c.casefold().rstrip(".") for c in CLAIMS + ARGUMENT_CLAIMS]
+    ours = [c.casefold().rstrip(".") for c in CLAIMS + ARGUMENT_CLAIMS + DOCUMENT_CLAIMS]
     for split in ("train", "dev"):
         for c in load_claims(Path("data/perspectrum"), split):
             theirs = c.text.casefold().rstrip(".")
             for o in ours:
                 if difflib.SequenceMatcher(a=o, b=theirs).ratio() > 0.85:
                     raise SystemExit(f"{c.text!r} is (nearly) a PERSPECTRUM {split} claim")
-    print(f"{len(CLAIMS) + len(ARGUMENT_CLAIMS)} claims, none in PERSPECTRUM train/dev")
+    print(f"{len(ours)} claims, none in PERSPECTRUM train/dev")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", default="default")
+    ap.add_argument("--home", type=Path, help="where the index lives (default: indexes/)")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--json", type=Path, help="save the answers here")
     ap.add_argument("--judged", type=Path, help="a saved run with judgments: re-print and count")
@@ -147,7 +169,7 @@ def main() -> None:
         counts = show(doc["answers"], doc.get("judged", {}))
         print("\n" + json.dumps(dict(sorted(counts.items())), indent=1))
         return
-    runs = answers(args.index, args.k, SETS[args.set], not args.no_argument)
+    runs = answers(args.index, args.k, SETS[args.set], not args.no_argument, args.home)
     if args.json:
         args.json.write_text(json.dumps({"answers": runs, "judged": {}}, indent=1) + "\n")
     show(runs)
