@@ -50,7 +50,9 @@ def judge_links(
         texts = {e: it.text for e, it in evs.get_many(eids).items()}
         evs.close()
         with reporter.stage("loading the relation model"):
-            trunk = factory.load(["trunk"]).trunk  # on ONNX Runtime, as a search serves it
+            trunk = factory.load(
+                ["trunk"], factory.WRITER
+            ).trunk  # on ONNX Runtime, as a search serves it
         n = len({texts[x.evidence_id][x.why[0] : x.why[1]] for ls in got.values()
                  for x in ls[:JUDGED] if x.why and x.evidence_id in texts})  # fmt: skip
         with reporter.stage("judging cited sentences", total=n) as adv:

@@ -46,9 +46,10 @@ def store(
         return
     t0 = time.perf_counter()
     with reporter.stage("loading the stance trunk"):
-        # the bundle's, on ONNX Runtime: 1.3-1.6x PyTorch's pace on these cores (7 vs 5 texts/s
-        # under load, 24 vs 15 idle), states equal to 5e-6, far under their int8 storage's step
-        trunk = factory.load(["trunk"]).trunk
+        # the bundle's, on ONNX Runtime where its graphs are made (`perspect models prepare`, a
+        # search): 1.3-1.6x PyTorch's pace on these cores (7 vs 5 texts/s under load, 24 vs 15
+        # idle), states equal to 5e-6, far under their int8 storage's step; else on PyTorch
+        trunk = factory.load(["trunk"], factory.WRITER).trunk
     items_store = ItemStore(version / pool, readonly=True)
     todo = [(it.id, it.text) for it in (items_store if items is None else items)]
     items_store.close()
@@ -88,7 +89,7 @@ def current(version: Path, pool: str = "perspectives") -> bool:
     states = States(version / pool)
     items = ItemStore(version / pool, readonly=True)
     try:
-        key = factory.load(["trunk"]).trunk.states_key
+        key = factory.load(["trunk"], factory.WRITER).trunk.states_key
         return states.key == key and states.count() == items.count()
     finally:
         states.close()

@@ -44,6 +44,10 @@ class Serving:
     onnx: bool = True
     int8: bool = False
     int8_equivalence: bool | None = None
+    # make a model's graphs where they are missing (a search); False: serve the graphs made
+    # before (`perspect models prepare`, an earlier search), else PyTorch, so that an index
+    # write never writes into the model folders (an installed package's: tests/test_install.py)
+    export: bool = True
 
     @property
     def equivalence_int8(self) -> bool:
@@ -51,6 +55,7 @@ class Serving:
 
 
 TORCH = Serving(onnx=False)
+WRITER = Serving(export=False)  # index writes: the graphs made before, else PyTorch
 
 
 @dataclass(frozen=True)
@@ -135,9 +140,13 @@ def _trunk(pair: PairModel | None, entry: Path | None, serving: Serving):
     a pair model, `entry` or the one the bundle's pair model names (an index's stored states)."""
     int8 = serving.int8 and serving.onnx  # PyTorch's int8 is not applied to the trunk
     if pair is not None:
-        return stance_trunk.load_for(pair.manifest, pair.origin, serving=serving.onnx, int8=int8)
+        return stance_trunk.load_for(
+            pair.manifest, pair.origin, serving=serving.onnx, int8=int8, export=serving.export
+        )
     folder = entry or stance_trunk.bundled()
-    return StanceTrunk.load(folder, serving=serving.onnx, int8=int8) if folder else None
+    if folder is None:
+        return None
+    return StanceTrunk.load(folder, serving=serving.onnx, int8=int8, export=serving.export)
 
 
 def _comparator(pair: PairModel | None, entry: Path | None, serving: Serving):

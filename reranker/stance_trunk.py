@@ -76,20 +76,23 @@ class StanceTrunk:
 
     # -- loading -----------------------------------------------------------------------------------
     @classmethod
-    def load(cls, folder: str | Path, serving: bool = False, int8: bool = False) -> StanceTrunk:
+    def load(
+        cls, folder: str | Path, serving: bool = False, int8: bool = False, export: bool = True
+    ) -> StanceTrunk:
         """The trunk saved in `folder`, once per process (a search server or the test suite
         opens many engines; the base is 420 MB). `serving`: on ONNX Runtime, its graphs
         exported at the first load for these weights (then no torch at all); `int8`: the top
-        graph's int8 copy (per channel; the claim's lower layers stay fp32)."""
+        graph's int8 copy (per channel; the claim's lower layers stay fp32). `export` False:
+        the graphs made before, else PyTorch (nothing written into `folder`)."""
         folder = Path(folder).resolve()
         man = folder / MANIFEST
-        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving, int8)
+        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving, int8, export)
         with _LOCK:
             if key not in _LOADED:
                 got = cls._serving(folder, int8) if serving else None
                 if got is None:
                     got = cls._load(folder)
-                    if serving:
+                    if serving and export:
                         got = got.for_inference(int8)
                 _LOADED[key] = got
             return _LOADED[key]
@@ -368,14 +371,18 @@ def bundled() -> Path | None:
 
 
 def load_for(
-    manifest: dict[str, Any], model_dir: Path | None, serving: bool = False, int8: bool = False
+    manifest: dict[str, Any],
+    model_dir: Path | None,
+    serving: bool = False,
+    int8: bool = False,
+    export: bool = True,
 ) -> StanceTrunk | None:
     """The trunk a pair model's manifest names (None: it names none: stance from its head);
-    `serving`: on ONNX Runtime (`int8`: its top graph's int8 copy)."""
+    `serving`: on ONNX Runtime (`int8`: its top graph's int8 copy; `export`: as `load`)."""
     path = path_for(manifest, model_dir)
     if path is None:
         return None
-    trunk = StanceTrunk.load(path, serving=serving, int8=int8)
+    trunk = StanceTrunk.load(path, serving=serving, int8=int8, export=export)
     if trunk.manifest.get("created") != manifest["stance_trunk"].get("created"):
         raise ModelError(
             f"the stance trunk in {path} was retrained after the pair model's decisions were "
