@@ -21,6 +21,7 @@ from perspect.core.errors import InputError
 from perspect.indexer.readers import (
     ReadReport,
     _Collector,
+    _unstorable,
     iter_files,
     load_json,
     read_text_file,
@@ -158,6 +159,9 @@ def read_news(
         text = rec.get("text") or rec.get("body") or rec.get("content")
         if not isinstance(text, str) or not text.strip():
             col.error(where, "article has no text")
+            continue
+        if (why := _unstorable(text)) is not None:  # a JSON escape (\ud800) the splitter refuses
+            col.error(where, f"article text {why}")
             continue
         aid = rec.get("id") or rec.get("url")
         if aid is None or not str(aid).strip():

@@ -407,6 +407,7 @@ def test_text_pool(data, opts):
 @given(data=FILES["news"], opts=news_opts)
 @example(data=b'{"id": "a", "text": "Zoos help.", "title": NaN}', opts=("news", ".jsonl"))
 @example(data=b'{"id": "a", "text": "Zoos help.", "url": "\\ud800"}', opts=("news", ".jsonl"))
+@example(data=b'{"id": "a", "text": "\\ud800Zoos help."}', opts=("news", ".jsonl"))  # sentencex
 @example(data=b"[" * 100_000, opts=("news", ".json"))  # RecursionError
 @example(data=COMBINING_PAGE, opts=("documents", ".html"))  # JSONDecodeError (trafilatura)
 def test_news_file(data, opts):

@@ -63,7 +63,8 @@ class DetailScreen(ModalScreen[None]):
             t.append(f" {e.verdict} ({e.score:.2f})", style=style)
             meta = plain(", ".join(f"{k}: {v}" for k, v in e.metadata.items()))
             t.append(f"  [{plain(e.id)}{'; ' + meta if meta else ''}]\n", style="dim")
-            if c.why is not None and c.why.evidence == e.id:  # the cited sentence, highlighted
+            # the cited sentence, highlighted (a reason from a document or the news is not here)
+            if c.why is not None and c.why.source is None and c.why.evidence == e.id:
                 s, end = c.why.span
                 t.append(f"   {plain(e.text[:s])}")
                 t.append(plain(e.text[s:end]), style="bold underline")
