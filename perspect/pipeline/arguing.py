@@ -123,11 +123,16 @@ class Arguing:
         self, perspective_texts: dict[str, str], pairs: Sequence[tuple[str, str]]
     ) -> list[bool]:
         """Whether each (perspective id, sentence) pair is judged already (by this process, or
-        kept with the index): judging it again costs nothing."""
+        kept with the index): judging it again costs nothing. Those read from the index are
+        remembered, so that `judge_pairs` after it does not read them again."""
         keys = [self._key(perspective_texts[p], s) for p, s in pairs]
         with self._lock:
             mem = {k for k in keys if k in self._pairs}
-        kept = self._stored([self._digest(k) for k in keys if k not in mem])
+        ask = {self._digest(k): k for k in keys if k not in mem}
+        kept = self._stored(list(ask))
+        with self._lock:
+            for d, got in kept.items():
+                self._pairs[ask[d]] = got
         return [k in mem or self._digest(k) in kept for k in keys]
 
     def judge_pairs(
