@@ -19,7 +19,7 @@ from perspect.lab import argument_eval as ae
 from perspect.lab.train import argument as trainer
 from perspect.lab.train import argument_data as ad
 
-MINE_FIT_TOPIC = ad.UKP_HELD_OUT[0]  # fits the mining cuts; the other one reports them
+MINE_FIT_TOPIC = ae.MINE_FIT_TOPIC
 
 
 def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
@@ -29,7 +29,7 @@ def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
     model = factory.load(["argument"], entries={"argument": folder}).argument
     cache = ae.StateCache(model.lower)
     s = ae.sets(data, argument)
-    need = ("perspectrum_tune", f"ukp:{MINE_FIT_TOPIC}")
+    need = ("perspectrum_tune", f"ukp_fit:{MINE_FIT_TOPIC}")
     kept = folder / "fit_scores.npz"  # the scores, so a re-fit of the cuts alone is quick
     p = dict(np.load(kept)) if kept.is_file() else {}
     if not p:
@@ -44,6 +44,28 @@ def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
     man = json.loads(man_path.read_text())
     man.setdefault("decisions", {})["argument"] = cuts
     man_path.write_text(json.dumps(man, indent=2) + "\n")
+    return cuts
+
+
+def refit_mine_cuts(entry: Path, argument: Path, log=print) -> dict:
+    """Refit only mining's two cuts of a packed bundle entry in place (a fix to what they are
+    fitted on needs no retraining): score the fit topic's train and val rows with the model as
+    shipped and write the cuts into its manifest; the weights are untouched."""
+    from perspect.core.model import bundle
+    from perspect.reranker import factory
+
+    model = factory.load(["argument"], entries={"argument": entry}).argument
+    rows = ad.ukp_rows(argument)[f"{MINE_FIT_TOPIC}:fit"]
+    p = ae.score_rows(model, ae.StateCache(model.lower), rows)
+    cuts, fitted = ae.fit_mine_cuts(p, rows)
+    fitted["mine_at"]["on"] = f"UKP {MINE_FIT_TOPIC}, its train and val rows"
+    man = json.loads((entry / "manifest.json").read_text())
+    arg = man["decisions"]["argument"]
+    arg.update(cuts)
+    arg["fitted_on"].update(fitted)
+    text = json.dumps(man, indent=2) + "\n"
+    bundle.replace_file(entry, "manifest.json", text.encode(), "mining cuts refit on train + val")
+    log(f"refit: mining cuts {json.dumps({**cuts, **fitted})} on {len(rows)} rows")
     return cuts
 
 
@@ -85,7 +107,12 @@ def main() -> None:
     ap.add_argument("--argument", type=Path, default=Path("../shared/data/argument"))
     ap.add_argument("--pack", type=Path, default=None, help="then pack it into this entry")
     ap.add_argument("--work", type=Path, default=None, help="where the shipped copy is made")
+    ap.add_argument("--mine-cuts-only", action="store_true",
+                    help="FOLDER is a packed entry: refit mining's cuts only, pack it back")  # fmt: skip
     a = ap.parse_args()
+    if a.mine_cuts_only:
+        refit_mine_cuts(a.folder, a.argument)
+        return
     shipped = ship_folder(a.folder, (a.work or trainer.default_work()) / "shipped")
     fit_folder(shipped, a.data, a.argument)
     if a.pack is not None:

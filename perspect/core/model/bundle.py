@@ -382,6 +382,30 @@ def pack(
     return BundleEntry.read(out)
 
 
+def replace_file(folder: str | Path, rel: str, data: bytes, note: str) -> None:
+    """Replace one small plain file of an entry (a manifest whose fitted decisions were refit,
+    the weights untouched) and its checksum, with `note` kept in the record's history."""
+    folder = Path(folder)
+    man = json.loads((folder / MANIFEST).read_text())
+    if rel not in man["files"] or rel in man["weights"]:
+        raise ModelError(f"{folder}: {rel} is not a plain file of this entry")
+    tmp = folder / f".{Path(rel).name}.{os.getpid()}"
+    tmp.write_bytes(data)
+    os.replace(tmp, folder / rel)
+    man["files"][rel] = sha256_file(folder / rel)
+    man["record"].setdefault("edits", []).append(
+        {
+            "file": rel,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "code": code_version(),
+            "why": note,
+        }
+    )
+    tmp = folder / f".{MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps(man, indent=1) + "\n")
+    os.replace(tmp, folder / MANIFEST)
+
+
 def _weights_file(base: Path) -> Path:
     for name in ("model.safetensors", "pytorch_model.bin"):
         if (base / name).is_file():

@@ -205,13 +205,17 @@ def _decoys(part: list[dict], key: str, source: str, per_claim: int) -> list[Row
 
 def ukp_rows(folder: Path, held_out=UKP_HELD_OUT) -> dict[str, list[Row]]:
     """UKP sentences with their topic as the claim: "train" (topics not held out, their train
-    split), "val" (those topics' val split) and one entry per held-out topic (all of its rows)."""
+    split), "val" (those topics' val split), one entry per held-out topic (all of its rows) and,
+    for a cut fitted on a held-out topic, "<topic>:fit" (its train and val rows) and
+    "<topic>:test" (its test rows, which only report)."""
     label = {"support": FOR, "oppose": AGAINST, "none": NEITHER}
     out: dict[str, list[Row]] = {"train": [], "val": []}
     for r in read_jsonl(folder / "ukp_sentential.jsonl"):
         row = Row(r["topic"], r["text"], label[r["label"]], "ukp")
         if r["topic"] in held_out:
             out.setdefault(r["topic"], []).append(row)
+            part = "test" if r["split"] == "test" else "fit"
+            out.setdefault(f"{r['topic']}:{part}", []).append(row)
         elif r["split"] == "train":
             out["train"].append(row)
         elif r["split"] == "val":
