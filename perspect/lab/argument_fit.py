@@ -65,7 +65,7 @@ def refit_mine_cuts(entry: Path, argument: Path, log=print) -> dict:
     arg["fitted_on"].update(fitted)
     text = json.dumps(man, indent=2) + "\n"
     bundle.replace_file(entry, "manifest.json", text.encode(), "mining cuts refit on train + val")
-    log(f"refit: mining cuts {json.dumps({**cuts, **fitted})} on {len(rows)} rows")
+    log(f"refit: mining cuts {json.dumps(cuts)}, {json.dumps(fitted)} on {len(rows)} rows")
     return cuts
 
 
