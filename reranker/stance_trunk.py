@@ -31,10 +31,27 @@ MANIFEST = "manifest.json"
 TRAIN = "python -m perspect.lab.train.stance_trunk --out models/stance"
 _LOADED: dict[tuple[str, float, bool], StanceTrunk] = {}
 _LOCK = threading.Lock()
+# states_key -> the session of the lower graph: the trunks' lower layers are the frozen base, so
+# the stance, relation and argument trunks export one graph byte for byte (350 MB each): a
+# process serving two of them (a search reads the relation and the argument model) opens it once
+_LOWER: dict[str, Any] = {}
 CLAIMS_KEPT = 8  # claims whose lower states a trunk keeps (StanceTrunk.claim_lower)
 
 
 GRAPHS = ("trunk_lower", "trunk_top")  # the top graph gives every head's logits
+
+
+def _states_key(base: Path, manifest: dict[str, Any]) -> str:
+    """What a trunk's lower layers are: its base's weights, how many layers, what length."""
+    n_layers = json.loads((base / "config.json").read_text())["num_hidden_layers"]
+    key = {
+        "base_sha256": manifest["base_model"]["sha256"],
+        "lower_layers": n_layers - int(manifest["n_top"]),
+        "max_length": int(manifest["max_length"]),
+    }
+    return json.dumps(key, sort_keys=True)
+
+
 WEIGHTS = ("adapter/*.safetensors", "heads.safetensors")
 
 
@@ -66,13 +83,7 @@ class StanceTrunk:
         """What the stored lower states depend on: not the adapter (the lower layers are the
         frozen base), so a retrained trunk keeps reading an index's states. Computed once: every
         search compares it with the index's."""
-        n_layers = json.loads((self.base / "config.json").read_text())["num_hidden_layers"]
-        key = {
-            "base_sha256": self.manifest["base_model"]["sha256"],
-            "lower_layers": n_layers - self.n_top,
-            "max_length": self.max_length,
-        }
-        return json.dumps(key, sort_keys=True)
+        return _states_key(self.base, self.manifest)
 
     # -- loading -----------------------------------------------------------------------------------
     @classmethod
@@ -127,13 +138,15 @@ class StanceTrunk:
 
         full, manifest = cls._read(folder)
         fp = cls._fingerprint(full, manifest)
+        base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+        key = _states_key(base, manifest)
         sessions = (
-            onnxrt.served(folder, GRAPHS[0], fp),
+            _LOWER.get(key) or onnxrt.served(folder, GRAPHS[0], fp),
             onnxrt.served(folder, GRAPHS[1], fp, int8),
         )
         if any(s is None for s in sessions):
             return None
-        base = Path(paths.resolve_base(manifest["base_model"]["name"]))
+        _LOWER.setdefault(key, sessions[0])
         return cls(TextTokenizer(base), None, manifest, full, folder, sessions)
 
     @classmethod

@@ -140,6 +140,27 @@ def test_the_served_trunk_scores_as_pytorch_without_torch(tiny_trunk, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def test_served_trunks_on_one_base_share_one_lower_graph(tiny_trunk, tmp_path, monkeypatch):
+    """Two trunks whose lower layers are the same frozen base (a search serves the relation and
+    the argument model) open the lower graph once: one session, the same states, each its own
+    top graph."""
+    from perspect.reranker import stance_trunk
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    entries = [tmp_path / "a", tmp_path / "b"]
+    for e in entries:
+        shutil.copytree(tiny_trunk, e)
+        assert StanceTrunk.load(e, serving=True).served  # graphs exported for each
+    monkeypatch.setattr(stance_trunk, "_LOADED", {})  # a new process: graphs already made
+    monkeypatch.setattr(stance_trunk, "_LOWER", {})
+    a, b = (StanceTrunk.load(e, serving=True) for e in entries)
+    assert a is not b and a.states_key == b.states_key
+    assert a._onnx[0] is b._onnx[0] and a._onnx[1] is not b._onnx[1]
+    texts = [p["text"] for p in PERSPECTIVES]
+    for x, y in zip(a.lower(texts), StanceTrunk.load(entries[0]).lower(texts), strict=True):
+        np.testing.assert_allclose(x, y, atol=0.1 * np.abs(y).max())
+
+
 def test_a_damaged_trunk_is_one_clear_error(tiny_trunk, tmp_path):
     from perspect.core.errors import ModelError
     from perspect.reranker.stance_trunk import StanceTrunk
