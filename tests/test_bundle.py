@@ -174,3 +174,24 @@ def test_a_resave_keeps_the_recipe_steps(trained):
         ("pair", "k1"),
         ("stance-1", "k2"),
     ]
+
+
+def test_a_refit_decision_replaces_one_plain_file_and_its_checksum(trained):
+    """A refit of fitted decisions (argument_fit --mine-cuts-only) rewrites one manifest inside
+    the entry: the entry still verifies and loads, the edit is in its record, and a weights
+    file cannot be replaced this way."""
+    _, folder = trained
+    entry = bundle.BundleEntry.read(folder)
+    plain = next(f for f in entry.files if f.endswith(".json") and f not in entry.weights)
+    data = json.loads((folder / plain).read_text())
+    data["refit_marker"] = 0.88
+    bundle.replace_file(folder, plain, json.dumps(data).encode(), "a test refit")
+    assert api.verify_models(folder.parent) == {"pair": []}
+    assert json.loads((folder / plain).read_text())["refit_marker"] == 0.88
+    edits = bundle.BundleEntry.read(folder).record["edits"]
+    assert edits[-1]["file"] == plain and edits[-1]["why"] == "a test refit"
+    PairModel.load(folder).predict(PAIRS, ["relevance"])
+    weights = next(iter(entry.weights))
+    with pytest.raises(ModelError, match="not a plain file"):
+        bundle.replace_file(folder, weights, b"x", "no")
+    assert api.verify_models(folder.parent) == {"pair": []}
