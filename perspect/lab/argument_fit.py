@@ -108,7 +108,7 @@ def main() -> None:
     ap.add_argument("--pack", type=Path, default=None, help="then pack it into this entry")
     ap.add_argument("--work", type=Path, default=None, help="where the shipped copy is made")
     ap.add_argument("--mine-cuts-only", action="store_true",
-                    help="FOLDER is a packed entry: refit mining's cuts only, pack it back")  # fmt: skip
+                    help="FOLDER is a packed entry: refit mining's cuts only, in place")  # fmt: skip
     a = ap.parse_args()
     if a.mine_cuts_only:
         refit_mine_cuts(a.folder, a.argument)
