@@ -159,7 +159,9 @@ def fit_cuts(p: dict[str, np.ndarray], s: dict[str, list], mine_topic: str) -> d
     out["against_at"], prec_ag, cov_ag = smallest_cut(
         pb[:, AGAINST], yb == AGAINST, AGAINST_PRECISION, weight=wb
     )
-    mine, mine_fit = fit_mine_cuts(p[f"ukp_fit:{mine_topic}"], s[f"ukp_fit:{mine_topic}"])
+    mine, mine_fit = fit_mine_cuts(
+        p[f"ukp_fit:{mine_topic}"], s[f"ukp_fit:{mine_topic}"], mine_topic
+    )
     out.update(mine)
     out["fitted_on"] = {
         "neither_at": f"keeps {SIDES_KEPT:.0%} of the PERSPECTRUM tune claims' curated perspectives",
@@ -171,14 +173,14 @@ def fit_cuts(p: dict[str, np.ndarray], s: dict[str, list], mine_topic: str) -> d
         "against_at": {"precision": prec_ag, "coverage": cov_ag},
         **mine_fit,
     }
-    out["fitted_on"]["mine_at"]["on"] = f"UKP {mine_topic}, its train and val rows"
     return out
 
 
-def fit_mine_cuts(pu: np.ndarray, rows) -> tuple[dict, dict]:
-    """Mining's two cuts on one held-out UKP topic's rows: `mine_at` (a sentence over it is an
-    argument on the claim MINE_PRECISION of the time) and `mine_side_at` (an argument over it
-    gets its side right MINE_SIDE_ACCURACY of the time), with what each was fitted to."""
+def fit_mine_cuts(pu: np.ndarray, rows, topic: str) -> tuple[dict, dict]:
+    """Mining's two cuts on one held-out UKP `topic`'s train and val rows: `mine_at` (a sentence
+    over it is an argument on the claim MINE_PRECISION of the time) and `mine_side_at` (an
+    argument over it gets its side right MINE_SIDE_ACCURACY of the time), with what each was
+    fitted to."""
     y = np.array([r.label for r in rows])
     arg = 1 - pu[:, NEITHER]
     mine_at, prec_mine, cov_mine = smallest_cut(arg, y != NEITHER, MINE_PRECISION)
@@ -193,7 +195,11 @@ def fit_mine_cuts(pu: np.ndarray, rows) -> tuple[dict, dict]:
     )
     cuts = {"mine_at": mine_at, "mine_side_at": side_at}
     fitted = {
-        "mine_at": {"precision": prec_mine, "coverage": cov_mine},
+        "mine_at": {
+            "precision": prec_mine,
+            "coverage": cov_mine,
+            "on": f"UKP {topic}, its train and val rows",
+        },
         "mine_side_at": {"accuracy": acc_side, "coverage": cov_side},
     }
     return cuts, fitted

@@ -57,8 +57,7 @@ def refit_mine_cuts(entry: Path, argument: Path, log=print) -> dict:
     model = factory.load(["argument"], entries={"argument": entry}).argument
     rows = ad.ukp_rows(argument)[f"{MINE_FIT_TOPIC}:fit"]
     p = ae.score_rows(model, ae.StateCache(model.lower), rows)
-    cuts, fitted = ae.fit_mine_cuts(p, rows)
-    fitted["mine_at"]["on"] = f"UKP {MINE_FIT_TOPIC}, its train and val rows"
+    cuts, fitted = ae.fit_mine_cuts(p, rows, MINE_FIT_TOPIC)
     man = json.loads((entry / "manifest.json").read_text())
     arg = man["decisions"]["argument"]
     arg.update(cuts)

@@ -123,17 +123,29 @@ class Arguing:
         self, perspective_texts: dict[str, str], pairs: Sequence[tuple[str, str]]
     ) -> list[bool]:
         """Whether each (perspective id, sentence) pair is judged already (by this process, or
-        kept with the index): judging it again costs nothing. Those read from the index are
-        remembered, so that `judge_pairs` after it does not read them again."""
+        kept with the index): judging it again costs nothing."""
         keys = [self._key(perspective_texts[p], s) for p, s in pairs]
+        got = self._recall(keys)
+        return [got[k] is not None for k in keys]
+
+    def _recall(self, keys: Sequence[tuple[str, str, str]]) -> dict:
+        """Each key's judgment from memory, else from the index (then remembered, so that
+        `judge_pairs` after `known` reads nothing again), else None."""
         with self._lock:
-            mem = {k for k in keys if k in self._pairs}
-        ask = {self._digest(k): k for k in keys if k not in mem}
-        kept = self._stored(list(ask))
+            got = {k: self._pairs.get(k) for k in keys}
+        ask = {self._digest(k): k for k in keys if got[k] is None}
+        read = {ask[d]: v for d, v in self._stored(list(ask)).items()}
+        self._remember(read.items())
+        got.update(read)
+        return got
+
+    def _remember(self, items) -> None:
+        """Keep (key, judgment) pairs in memory, the oldest dropped past CACHED."""
         with self._lock:
-            for d, got in kept.items():
-                self._pairs[ask[d]] = got
-        return [k in mem or self._digest(k) in kept for k in keys]
+            for k, v in items:
+                self._pairs[k] = v
+            while len(self._pairs) > CACHED:
+                self._pairs.popitem(last=False)
 
     def judge_pairs(
         self,
@@ -145,11 +157,7 @@ class Arguing:
         else kept with the index (`JUDGMENTS`), else judged now and kept. `states`: sentences'
         lower states the caller has (stored with the documents), used before computing any."""
         keys = [self._key(perspective_texts[p], s) for p, s in pairs]
-        with self._lock:
-            known = {k: self._pairs.get(k) for k in keys}
-        ask = {self._digest(k): k for k in keys if known[k] is None}
-        for d, got in self._stored(list(ask)).items():
-            known[ask[d]] = got
+        known = self._recall(keys)
         need = list(dict.fromkeys((p, s) for (p, s), k in zip(pairs, keys, strict=True)
                                   if known[k] is None))  # fmt: skip
         if need:
@@ -161,16 +169,12 @@ class Arguing:
             sstates = dict(zip([s for _, s in need if s not in have], computed, strict=True))
             sstates.update({s: have[s] for _, s in need if s in have})
             p = self.model.judge([pstates[q] for q, _ in need], [sstates[s] for _, s in need])
-            made = []
-            with self._lock:
-                for (q, s), row in zip(need, p, strict=True):
-                    k = self._key(perspective_texts[q], s)
-                    known[k] = (float(row[0]), float(row[1]))
-                    self._pairs[k] = known[k]
-                    made.append((self._digest(k), *known[k]))
-                while len(self._pairs) > CACHED:
-                    self._pairs.popitem(last=False)
-            self._keep(made)
+            fresh = {}
+            for (q, s), row in zip(need, p, strict=True):
+                fresh[self._key(perspective_texts[q], s)] = (float(row[0]), float(row[1]))
+            known.update(fresh)
+            self._remember(fresh.items())
+            self._keep([(self._digest(k), *v) for k, v in fresh.items()])
         return [known[k] for k in keys]
 
     def judge_links(
