@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,13 +99,23 @@ def load(
     named_by = None
     if "pair" in want or pair is not None:
         named_by, got["pair"] = _pair(pair, serving)
+    # the others at once where they are served from graphs: opening a session runs without the
+    # GIL, so a cold search's five models open in about the time of the slowest (a missing graph
+    # is exported under onnxrt's one export lock). On PyTorch one after another, as trained.
+    others = [w for w in want if w not in ("pair", "reader")]
+    if serving.onnx and len(others) > 1:
+        with ThreadPoolExecutor(len(others), thread_name_prefix="perspect-load") as pool:
+            jobs = {w: pool.submit(LOADERS[w], named_by, entries.get(w), serving) for w in others}
+            got.update({w: job.result() for w, job in jobs.items()})
+    else:
+        got.update({w: LOADERS[w](named_by, entries.get(w), serving) for w in others})
     # the reader after the comparator: where both are asked for (a search with news), the reader
     # is the comparator already loaded, not a second copy of it
-    for name in sorted((w for w in want if w != "pair"), key=lambda w: w == "reader"):
-        if name == "reader" and got.get("comparator") is not None:
-            got[name] = _named_reader(named_by, got["comparator"])
+    if "reader" in want:
+        if got.get("comparator") is not None:
+            got["reader"] = _named_reader(named_by, got["comparator"])
         else:
-            got[name] = LOADERS[name](named_by, entries.get(name), serving)
+            got["reader"] = LOADERS["reader"](named_by, entries.get("reader"), serving)
     return Models(**got)
 
 

@@ -35,6 +35,7 @@ _LOCK = threading.Lock()
 # the stance, relation and argument trunks export one graph byte for byte (350 MB each): a
 # process serving two of them (a search reads the relation and the argument model) opens it once
 _LOWER: dict[str, Any] = {}
+_LOWER_LOCK = threading.Lock()
 CLAIMS_KEPT = 8  # claims whose lower states a trunk keeps (StanceTrunk.claim_lower)
 
 
@@ -140,14 +141,15 @@ class StanceTrunk:
         fp = cls._fingerprint(full, manifest)
         base = Path(paths.resolve_base(manifest["base_model"]["name"]))
         key = _states_key(base, manifest)
-        sessions = (
-            _LOWER.get(key) or onnxrt.served(folder, GRAPHS[0], fp),
-            onnxrt.served(folder, GRAPHS[1], fp, int8),
-        )
-        if any(s is None for s in sessions):
+        top = onnxrt.served(folder, GRAPHS[1], fp, int8)
+        if top is None:
             return None
-        _LOWER.setdefault(key, sessions[0])
-        return cls(TextTokenizer(base), None, manifest, full, folder, sessions)
+        with _LOWER_LOCK:  # trunks loaded at once (factory.load) still open it once
+            lower = _LOWER.get(key) or onnxrt.served(folder, GRAPHS[0], fp)
+            if lower is None:
+                return None
+            _LOWER.setdefault(key, lower)
+        return cls(TextTokenizer(base), None, manifest, full, folder, (lower, top))
 
     @classmethod
     def _load(cls, folder: Path) -> StanceTrunk:

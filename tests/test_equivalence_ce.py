@@ -241,8 +241,10 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     tiered = Engine.load(
         capped.searcher, PairModel.load(model_dir), EngineConfig(equivalence_fp32_pairs=1)
     )
-    budget, cheap = tiered.clusters.overflow
-    assert budget == 1 and cheap.manifest["quantized"] == INT8 and cheap._onnx is not None
+    overflow = tiered.clusters.overflow
+    assert overflow.budget == 1 and not overflow.opened  # opened by the first search past it
+    cheap = overflow.model()
+    assert cheap.manifest["quantized"] == INT8 and cheap._onnx is not None
     seen: dict[str, list[int]] = {"fp32": [], "int8": []}
     for label, ce in (("fp32", tiered.equivalence_ce), ("int8", cheap)):
         ce.one_order = lambda c, pairs, reverse=False, _f=ce.one_order, _s=seen[label]: (

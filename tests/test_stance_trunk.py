@@ -159,6 +159,21 @@ def test_served_trunks_on_one_base_share_one_lower_graph(tiny_trunk, tmp_path, m
     texts = [p["text"] for p in PERSPECTIVES]
     for x, y in zip(a.lower(texts), StanceTrunk.load(entries[0]).lower(texts), strict=True):
         np.testing.assert_allclose(x, y, atol=0.1 * np.abs(y).max())
+    # loaded at once, as reranker.factory.load opens a search's models: still one lower session
+    from concurrent.futures import ThreadPoolExecutor
+
+    from perspect.core.model import onnxrt
+
+    monkeypatch.setattr(stance_trunk, "_LOADED", {})
+    monkeypatch.setattr(stance_trunk, "_LOWER", {})
+    monkeypatch.setattr(onnxrt, "_SESSIONS", {})
+    opened = []
+    real = onnxrt._open
+    monkeypatch.setattr(onnxrt, "_open", lambda *a: (opened.append(a[1].name), real(*a))[1])
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda e: StanceTrunk.load(e, serving=True), entries * 2))
+    assert len({id(g._onnx[0]) for g in got}) == 1
+    assert sorted(opened) == ["trunk_lower.onnx", "trunk_top.onnx", "trunk_top.onnx"], opened
 
 
 def test_a_damaged_trunk_is_one_clear_error(tiny_trunk, tmp_path):

@@ -101,10 +101,12 @@ def predict(
                 name, got = model_scores(engine, c.text, pids, perspectives, pp)
                 for f, x in zip(feats, got if name else (), strict=False):
                     f[name] = float(x)
-                if int8_tail and name == "ce" and engine.clusters.overflow is not None:
+                cheap = engine.clusters.overflow
+                cheap = cheap.model() if int8_tail and name == "ce" and cheap else None
+                if cheap is not None:
                     texts = [perspectives[p] for p in pids]
                     pairs = [(texts[a], texts[b]) for a, b in pp]
-                    pred.t3_cheap.extend(engine.clusters.overflow[1].predict(c.text, pairs))
+                    pred.t3_cheap.extend(cheap.predict(c.text, pairs))
             elif pp:
                 probs = model.predict(
                     [

@@ -21,6 +21,7 @@ with many kept perspectives costs fewer milliseconds a pair instead of a slower 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -82,6 +83,28 @@ def canonical(texts: Sequence[str], i: int, j: int) -> tuple[int, int]:
     return (int(i), int(j)) if (texts[i], i) <= (texts[j], j) else (int(j), int(i))
 
 
+class Overflow:
+    """A cheaper copy of the equivalence cross-encoder for the pairs of a search past `budget`,
+    opened at the first search that needs it (most searches ask fewer pairs: a cold search need
+    not wait for it). `open()` gives the copy, or None where none can be served."""
+
+    def __init__(self, budget: int, open: Callable[[], EquivalenceModel | None]):
+        self.budget = budget
+        self._open = open
+        self._lock = threading.Lock()
+        self._got: list[EquivalenceModel | None] = []
+
+    @property
+    def opened(self) -> bool:
+        return bool(self._got)
+
+    def model(self) -> EquivalenceModel | None:
+        with self._lock:
+            if not self._got:
+                self._got.append(self._open())
+            return self._got[0]
+
+
 class Clusters:
     def __init__(
         self,
@@ -92,13 +115,13 @@ class Clusters:
         min_overlap: float,
         max_ce_pairs: int | None,
         relation: RelationPairs | None = None,
-        overflow: tuple[int, EquivalenceModel] | None = None,
+        overflow: Overflow | None = None,
     ):
         """`max_ce_pairs`: at most this many pairs scored by the equivalence model a search
         (None: every pair a merge depends on). `relation`: the relation model's equivalence
-        head, for a stack that reads "rel". `overflow`: (n, a cheaper copy of the
-        cross-encoder): past the first n pairs of a search, the copy scores the rest (its
-        int8 graph: EngineConfig.equivalence_fp32_pairs)."""
+        head, for a stack that reads "rel". `overflow`: past its first `budget` pairs of a
+        search, a cheaper copy of the cross-encoder scores the rest (its int8 graph:
+        EngineConfig.equivalence_fp32_pairs)."""
         self.retrieve = retrieve
         self.model = model
         self.decisions = decisions
@@ -190,13 +213,15 @@ class Clusters:
                 )
             return self.relation.session(ids, texts)
         st, cut = self.decisions.stack("equivalence"), self.cluster_cut()
-        fp32, rest = self.overflow or (len(texts) ** 2, self.equivalence_ce)
-        left = [fp32]
+        left = [self.overflow.budget if self.overflow else len(texts) ** 2]
 
         def ce(i, j, sub):
             pairs = [(texts[a], texts[b]) for a, b in zip(i, j, strict=True)]
             n = min(len(pairs), left[0])  # the first pairs asked (the highest bounds) by the model
             left[0] -= n
+            rest = self.equivalence_ce
+            if n < len(pairs) and self.overflow is not None:  # opened by the first search past it
+                rest = self.overflow.model() or rest
             parts = ((self.equivalence_ce, slice(0, n)), (rest, slice(n, None)))
             return np.concatenate(
                 [

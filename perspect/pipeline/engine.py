@@ -38,7 +38,7 @@ from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, Sea
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.arguing import Arguing
-from perspect.pipeline.clusters import Clusters, RelationPairs
+from perspect.pipeline.clusters import Clusters, Overflow, RelationPairs
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.mining import Mining
 from perspect.pipeline.news import News
@@ -265,14 +265,19 @@ class Engine:
             cfg.news_min_similarity,
         )
 
-    def overflow(self, ce: EquivalenceModel | None) -> tuple[int, EquivalenceModel] | None:
-        """(budget, the cross-encoder's int8 graph) where `equivalence_fp32_pairs` asks for it
-        and the served cross-encoder is a float32 graph (EngineConfig.equivalence_fp32_pairs)."""
+    def overflow(self, ce: EquivalenceModel | None) -> Overflow | None:
+        """The cross-encoder's int8 graph past a budget, where `equivalence_fp32_pairs` asks for
+        it and the served cross-encoder is a float32 graph (EngineConfig.equivalence_fp32_pairs);
+        opened when a search first needs it."""
         n = self.config.equivalence_fp32_pairs
         if n is None or ce is None or not ce.serves(False):
             return None
-        cheap = ce.for_inference(int8=True)
-        return (n, cheap) if cheap is not ce and cheap.serves(True) else None
+
+        def cheap() -> EquivalenceModel | None:
+            got = ce.for_inference(int8=True)
+            return got if got is not ce and got.serves(True) else None
+
+        return Overflow(n, cheap)
 
     @classmethod
     def load(

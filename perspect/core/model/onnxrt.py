@@ -25,7 +25,10 @@ import numpy as np
 from perspect.core.errors import ModelError
 
 log = logging.getLogger(__name__)
+# One lock per graph (made under `_LOCK`), so that the factory's loaders open different graphs
+# at once (ONNX Runtime builds a session without the GIL); one graph is still made and opened once.
 _LOCK = threading.Lock()
+_KEY_LOCKS: dict[str, threading.Lock] = {}
 _SESSIONS: dict[str, Any] = {}
 
 
@@ -48,6 +51,15 @@ def export(
     in `dynamic` ({axis: name}) left free in every input."""
     import torch
 
+    with _EXPORT_LOCK:  # torch's exporter keeps global state: one export at a time
+        _export(torch, module, inputs, path, dynamic, outputs)
+
+
+# models loaded at once (reranker.factory.load) may each find their graph missing
+_EXPORT_LOCK = threading.Lock()
+
+
+def _export(torch, module, inputs, path: Path, dynamic, outputs) -> None:
     dims = {axis: torch.export.Dim(name, min=1, max=4096) for axis, name in dynamic.items()}
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # "torchvision is not installed"
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -178,7 +190,7 @@ def _verified(graph: Path) -> None:
         )
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+        tmp = memo.with_name(f".{memo.name}.{os.getpid()}-{threading.get_ident()}")
         tmp.write_text(json.dumps({**known, key: want}))
         tmp.replace(memo)
     except OSError:
@@ -265,6 +277,8 @@ def session(folder: str | Path, name: str, fingerprint: str, make: Callable[[Pat
     missing or stamped with another fingerprint; None where that cannot be done."""
     key = f"{Path(folder).resolve()}|{name}|{fingerprint}"
     with _LOCK:
+        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with lock:
         if key in _SESSIONS:
             return _SESSIONS[key]
         _SESSIONS[key] = None
