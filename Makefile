@@ -107,7 +107,7 @@ test: setup
 	@$(BIN)/ruff check .
 	@echo "test: format (ruff format --check)..."
 	@$(BIN)/ruff format --check .
-	@echo "test: the suite (pytest on both cores, a test file per worker; 11 to 30 min by CPU)..."
+	@echo "test: the suite (pytest on both cores, a test file per worker; 11 to 23 min by CPU)..."
 	@$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint:
