@@ -99,9 +99,10 @@ def load(
     named_by = None
     if "pair" in want or pair is not None:
         named_by, got["pair"] = _pair(pair, serving)
-    # the others at once where they are served from graphs: opening a session runs without the
-    # GIL, so a cold search's five models open in about the time of the slowest (a missing graph
-    # is exported under onnxrt's one export lock). On PyTorch one after another, as trained.
+    # the others at once where they are served from graphs: part of opening a session runs
+    # without the GIL (a cold `perspect search` 4.54 s against 4.70 one after another: on two
+    # cores it is mostly CPU; bench/cold_start.py). A missing graph is exported under onnxrt's
+    # one export lock. On PyTorch one after another, as trained.
     others = [w for w in want if w not in ("pair", "reader")]
     if serving.onnx and len(others) > 1:
         with ThreadPoolExecutor(len(others), thread_name_prefix="perspect-load") as pool:

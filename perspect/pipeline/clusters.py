@@ -86,7 +86,7 @@ def canonical(texts: Sequence[str], i: int, j: int) -> tuple[int, int]:
 class Overflow:
     """A cheaper copy of the equivalence cross-encoder for the pairs of a search past `budget`,
     opened at the first search that needs it (most searches ask fewer pairs: a cold search need
-    not wait for it). `open()` gives the copy, or None where none can be served."""
+    not wait for it). `model()` gives the copy, or None where none can be served."""
 
     def __init__(self, budget: int, open: Callable[[], EquivalenceModel | None]):
         self.budget = budget
