@@ -29,11 +29,12 @@ CLAIM = "Cities should ban cars from their centres"  # written for the bench, no
 
 
 def once(tree: Path, argv: list[str]) -> tuple[float, str]:
+    """One `perspect <argv>` of `tree` in a new process: (wall seconds, a hash of the clusters)."""
     t0 = time.perf_counter()
     r = baseline.run(tree, argv, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode:
-        raise SystemExit(f"{tree}: exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"{tree}: exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}")
     clusters = json.dumps(json.loads(r.stdout)["clusters"], sort_keys=True)
     return wall, hashlib.sha256(clusters.encode()).hexdigest()[:12]
 
@@ -51,13 +52,17 @@ def main() -> int:
     trees = {"this checkout": ROOT, "baseline": Path(args.baseline_tree).resolve()}
     walls: dict[str, list[float]] = {k: [] for k in trees}
     answers: dict[str, set[str]] = {k: set() for k in trees}
-    for tree in trees.values():  # a first start of each, not timed: page cache, .pyc
-        once(tree, argv)
-    for r in range(args.runs):
-        for name in list(trees)[:: 1 if r % 2 == 0 else -1]:
-            wall, answer = once(trees[name], argv)
-            walls[name].append(wall)
-            answers[name].add(answer)
+    try:
+        for tree in trees.values():  # a first start of each, not timed: page cache, .pyc
+            once(tree, argv)
+        for r in range(args.runs):
+            for name in list(trees)[:: 1 if r % 2 == 0 else -1]:
+                wall, answer = once(trees[name], argv)
+                walls[name].append(wall)
+                answers[name].add(answer)
+    except RuntimeError as e:
+        print(f"cold start failed: {e}")
+        return 2
     print(f"# cold `perspect search --json` ({args.runs} runs each, alternating): {args.claim!r}")
     for name, w in walls.items():
         print(

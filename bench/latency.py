@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import baseline  # noqa: E402
+import cold_start as cold  # noqa: E402
 
 from perspect import Perspect  # noqa: E402
 from perspect.core.datasets.perspectrum import load_claims  # noqa: E402
@@ -260,23 +261,16 @@ def main() -> int:
 def cold_start(args, claim: str, tree: Path | None = None) -> None:
     """A first `perspect search` in a new process, as a user types it: wall time to the answer
     (the models' cache already built: the first-ever run also rebuilds the bundle once); `tree`:
-    that checkout's (bench/baseline.py)."""
-    import subprocess
-
+    that checkout's (bench/baseline.py). Timed as bench/cold_start.py times it (`once`)."""
     home = str(Path(args.home or ROOT / "indexes").resolve())
     argv = ["search", claim, "--index", args.index, "--json", "--home", home]
     argv += ["--model", args.model] if args.model else []
     walls = []
     for _ in range(args.cold):
-        t0 = time.perf_counter()
-        if tree is None:
-            cmd = [str(Path(sys.executable).with_name("perspect")), *argv]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-        else:
-            r = baseline.run(tree, argv, capture_output=True, text=True)
-        walls.append(time.perf_counter() - t0)
-        if r.returncode:
-            print(f"cold start failed: {r.stderr.strip().splitlines()[-1:]}")
+        try:
+            walls.append(cold.once(tree or ROOT, argv)[0])
+        except RuntimeError as e:
+            print(f"cold start failed: {e}")
             return
     print(
         f"cold start (new process, `perspect search --json`, {args.cold} runs): "

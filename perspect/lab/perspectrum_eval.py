@@ -101,8 +101,8 @@ def predict(
                 name, got = model_scores(engine, c.text, pids, perspectives, pp)
                 for f, x in zip(feats, got if name else (), strict=False):
                     f[name] = float(x)
-                cheap = engine.clusters.overflow
-                cheap = cheap.model() if int8_tail and name == "ce" and cheap else None
+                overflow = engine.clusters.overflow
+                cheap = overflow.model() if int8_tail and name == "ce" and overflow else None
                 if cheap is not None:
                     texts = [perspectives[p] for p in pids]
                     pairs = [(texts[a], texts[b]) for a, b in pp]
