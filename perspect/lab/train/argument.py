@@ -51,16 +51,29 @@ EPS = 1e-6
 CAPS = {"perspectrum": 2200, "perspectrum-negated": 2200, "perspectrum-unrelated": 1500,
         "touche": 2000, "touche-unrelated": 500, "ukp": 4500}  # fmt: skip
 BAGS_CAP = 1500
-HELD_CAP = 500  # rows of each held-out set the log reports (bench/argument.py: all of them)
+# The direction phase (issue 61, --direction DIR): warm-started from the argument model, it replays
+# a sample of the rows above (so that what it knew is kept) beside the direction data's train
+# rows and the denials; about an hour here, the cached states included.
+DIRECTION_CAPS = {"perspectrum": 800, "perspectrum-negated": 800, "perspectrum-unrelated": 600,
+                  "touche": 600, "touche-unrelated": 200, "ibm": 500, "ibm-unrelated": 60,
+                  "ukp": 1500, "direction-argument-argument": 2500,
+                  "direction-thesis-point": 2037, "direction-point-counter": 1200,
+                  "direction-claim-sentence": 2000, "direction-sentence-sentence": 1700,
+                  "direction-sentence-sentence-neither": 800, "denial": 900,
+                  "denial-claim": 600}  # fmt: skip
+DIRECTION_BAGS_CAP = 500
+CONTRAST_WEIGHT = 0.5  # the negated-A pass: its flipped label and the consistency term
+HELD_CAP = 300  # rows of each held-out set the log reports (bench/argument.py: all of them)
 
 
-def capped(rows: list, rng: random.Random) -> list:
+def capped(rows: list, rng: random.Random, caps: dict | None = None) -> list:
+    caps = CAPS if caps is None else caps
     by: dict[str, list] = {}
     for r in rows:
         by.setdefault(r.source, []).append(r)
     out = []
     for src, rs in sorted(by.items()):
-        n = CAPS.get(src, len(rs))
+        n = caps.get(src, len(rs))
         out += rng.sample(rs, n) if n < len(rs) else rs
     return out
 
@@ -128,6 +141,11 @@ def build_net(args):
         heads = load_file(str(full / "heads.safetensors"))
         w, b = heads["stance.weight"], heads["stance.bias"]
         net.heads["stance"].load_state_dict({"weight": w, "bias": b})
+        if "argument.weight" in heads:  # an argument model's own head (the direction phase)
+            net.heads["argument"].load_state_dict(
+                {"weight": heads["argument.weight"], "bias": heads["argument.bias"]}
+            )
+            return tok, peft_model, net, base
         # the argument head starts as the stance head read two ways, "neither" at zero
         zero_w, zero_b = torch.zeros_like(w), torch.zeros_like(b)
         net.heads["argument"].load_state_dict({
@@ -146,8 +164,14 @@ def collect(args, rng: random.Random, log) -> dict:
         ad.ibm_rows(args.argument),
         ad.ukp_rows(args.argument),
     )
-    train_rows = capped(p_rows + touche["train"] + ibm["train"] + ukp["train"], rng)
-    bags = rng.sample(bags, min(len(bags), BAGS_CAP))
+    train_rows = p_rows + touche["train"] + ibm["train"] + ukp["train"]
+    caps, bags_cap = CAPS, BAGS_CAP
+    if args.direction:
+        train_rows += ad.direction_rows(args.direction, "train")
+        train_rows += ad.denial_rows(args.data, args.direction, rng, 2000)
+        caps, bags_cap = DIRECTION_CAPS, DIRECTION_BAGS_CAP
+    train_rows = capped(train_rows, rng, caps)
+    bags = rng.sample(bags, min(len(bags), bags_cap))
     if args.limit:
         rng.shuffle(train_rows)
         train_rows, bags = train_rows[: args.limit], bags[: args.limit // 4]
@@ -158,6 +182,12 @@ def collect(args, rng: random.Random, log) -> dict:
         "ukp_val": ukp["val"],
         **{f"ukp_{t}": ukp[t] for t in ad.UKP_HELD_OUT},
     }
+    if args.direction:  # the dev split per level (the cuts are fitted on it, never trained on)
+        dev = ad.direction_rows(args.direction, "dev")
+        for level in ad.DIRECTION_LEVELS:
+            held[f"direction_{level}"] = [
+                r for r in dev if r.source.startswith(f"direction-{level}")
+            ]
     cap = args.limit // 4 if args.limit else HELD_CAP
     held = {k: random.Random(1).sample(v, min(cap, len(v))) for k, v in held.items()}
     counts: dict[str, int] = {}
@@ -193,13 +223,17 @@ def step_loss(net, st, kind: str, b: list) -> torch.Tensor:
         pooled = net.pool([st.seq(r.a, r.b) for r in b])
         pooled = net.drop(pooled)
         y = torch.tensor([r.label for r in b])
-        loss = nn.functional.cross_entropy(net.heads["argument"](pooled).float(), y)
+        logits = net.heads["argument"](pooled).float()
+        loss = nn.functional.cross_entropy(logits, y)
         sided = y != ad.NEITHER
         if sided.any():
             z = net.heads["stance"](pooled).float().squeeze(-1)[sided]
             loss = loss + nn.functional.binary_cross_entropy_with_logits(
                 z, (y[sided] == ad.FOR).float()
             )
+        con = [i for i, r in enumerate(b) if r.contrast]
+        if con:
+            loss = loss + CONTRAST_WEIGHT * contrast_loss(net, st, [b[i] for i in con], logits[con])
         return loss
     seqs, owner = [], []
     for i, bag in enumerate(b):
@@ -222,9 +256,39 @@ def step_loss(net, st, kind: str, b: list) -> torch.Tensor:
     return torch.stack(losses).mean()
 
 
+DIRECTION_LICENCE = (
+    "; and, for direction (../shared/data/direction, research use): Debatepedia argument pairs "
+    "(Jo et al. 2021, no licence stated), ArguAna Counterargs / idebate.org (no licence stated), "
+    "IAM stance (Cheng et al. 2022, no licence stated), US2016 and Moral Maze from AIFdb "
+    "(GPL-3.0 repository, no data licence stated), Nixon-Kennedy (Menini et al. 2018, CC BY 4.0)"
+)
+SWAP = [ad.AGAINST, ad.FOR, ad.NEITHER]  # for <-> against, neither stays
+
+
+def contrast_loss(net, st, rows: list, logits: torch.Tensor) -> torch.Tensor:
+    """The negation's pass: (not-A, B) takes the flipped label (neither stays neither), and the
+    two readings agree once for and against are swapped (symmetric KL: the consistency term)."""
+    pooled = net.drop(net.pool([st.seq(r.contrast, r.b) for r in rows]))
+    lc = net.heads["argument"](pooled).float()
+    y = torch.tensor([SWAP[r.label] for r in rows])
+    loss = nn.functional.cross_entropy(lc, y)
+    lp, lq = torch.log_softmax(logits, -1), torch.log_softmax(lc, -1)[:, SWAP]
+    kl = nn.functional.kl_div(lq, lp, log_target=True, reduction="batchmean")
+    kl = kl + nn.functional.kl_div(lp, lq, log_target=True, reduction="batchmean")
+    sided = y != ad.NEITHER
+    if sided.any():
+        z = net.heads["stance"](pooled).float().squeeze(-1)[sided]
+        loss = loss + nn.functional.binary_cross_entropy_with_logits(
+            z, (y[sided] == ad.FOR).float()
+        )
+    return loss + kl / 2
+
+
 def recipe_key(args) -> str:
     keep = ("seed", "top", "rank", "alpha", "lr", "epochs", "batch", "bag_batch", "limit")
     blob = json.dumps({k: str(getattr(args, k)) for k in keep} | {"warm": str(args.warm_start)})
+    if getattr(args, "direction", None):  # the direction phase: its own rows, its own run
+        blob += f"|direction:{args.direction}:{json.dumps(DIRECTION_CAPS, sort_keys=True)}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -340,7 +404,7 @@ def run(args, log) -> dict:
     tok, peft_model, net, base = build_net(args)
     data = collect(args, rng, log)
     st = DiskStates(tok, net, MAX_LENGTH, args.work / "states")
-    texts = {t for r in data["rows"] for t in (r.a, r.b)}
+    texts = {t for r in data["rows"] for t in (r.a, r.b, *((r.contrast,) if r.contrast else ()))}
     texts |= {t for b in data["bags"] for t in (b.a, *b.sentences)}
     texts |= {t for rows in data["held"].values() for r in rows for t in (r.a, r.b)}
     st.need(texts, log)
@@ -377,9 +441,14 @@ def save(out: Path, peft_model, net, res: dict, base: str, args) -> None:
         "heads": HEADS,
         "argument_labels": list(ad.LABELS),
         "adapter": {"rank": args.rank, "alpha": args.alpha, "targets": stance_net.ADAPTER_TARGETS},
-        "data": [*data_fingerprints(args.data), *ad.fingerprints(args.argument)],
+        "data": [
+            *data_fingerprints(args.data),
+            *ad.fingerprints(args.argument),
+            *(ad.direction_fingerprints(args.direction) if args.direction else []),
+        ],
         "licence": "trained on UKP Sentential Argument Mining (annotations CC BY-NC): "
-        "non-commercial research use; Touché 2023 CC BY-SA 4.0; IBM Claim Stance CC BY-SA 3.0",
+        "non-commercial research use; Touché 2023 CC BY-SA 4.0; IBM Claim Stance CC BY-SA 3.0"
+        + (DIRECTION_LICENCE if args.direction else ""),
         "held_out": {
             "ukp_topics": list(ad.UKP_HELD_OUT),
             "touche": ["dev", "test"],
@@ -461,6 +530,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, default=None, help="a few rows (smoke)")
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--pack", type=Path, default=None, help="then pack --out into this entry")
+    ap.add_argument("--direction", type=Path, default=None,
+                    help="the direction phase: add ../shared/data/direction's rows and denials, "
+                    "replay a sample of the others (warm-start from an argument model)")  # fmt: skip
     return ap
 
 

@@ -7,7 +7,14 @@
 - perspective-sentence: a paragraph linked to a perspective argues for it, one written under the
   claim's opposing perspectives against it, one of another claim neither; the label reaches the
   paragraph's sentences through the max over them (multiple-instance rows, `Bag`);
-- claim-sentence: UKP (its held-out topics excluded, they measure cross-topic).
+- claim-sentence: UKP (its held-out topics excluded, they measure cross-topic);
+- direction (issue 61, `../shared/data/direction`): pairs in which B argues for or against A at
+  every level of a debate, most with both directions on one A, so that topic alone cannot tell
+  them apart (a thesis and its pro and con arguments, a motion and its points, a point and its
+  counter, a topic and an article's sentences, two sentences of a live debate); and denials, a
+  claim or perspective negated by rule (`negate`), which must flip the side: rows whose A is a
+  plain statement carry its negation as `contrast`, which the trainer reads as a consistency
+  term (the side flips, "neither" stays).
 
 Labels: 0 for, 1 against, 2 neither (`LABELS`). Splits never leak: PERSPECTRUM dev and the tune
 claims, Touché dev/test, IBM's test motions and the held-out UKP topics are never trained on.
@@ -45,6 +52,7 @@ class Row:
     b: str
     label: int
     source: str
+    contrast: str | None = None  # A negated: (contrast, B) takes the other side, neither stays
 
 
 @dataclass(frozen=True)
@@ -233,9 +241,70 @@ def ukp_pages(folder: Path, topic: str) -> dict[str, list[dict]]:
     return pages
 
 
+DIRECTION_LABELS = {"for": FOR, "against": AGAINST, "neither": NEITHER}
+DIRECTION_LEVELS = (
+    "argument-argument", "thesis-point", "point-counter", "claim-sentence", "sentence-sentence",
+)  # fmt: skip
+
+
+def negatable(a: str) -> bool:
+    """A plain statement short enough that the rule's negation reads as its denial (not a
+    question, not a paragraph)."""
+    return not a.rstrip().endswith("?") and "\n" not in a and len(a.split()) <= 30
+
+
+def direction_rows(folder: Path, split: str) -> list[Row]:
+    """The direction data's rows of one split (`rephrase` rows left out: restating A is not an
+    argument for it; bench/direction.py reports them apart). Source: `direction-<level>`, and
+    `direction-<level>-neither` for the live debates' unrelated pairs (capped apart)."""
+    out = []
+    for r in read_jsonl(folder / f"{split}.jsonl"):
+        y = DIRECTION_LABELS.get(r["label"])
+        if y is None:
+            continue
+        src = f"direction-{r['level']}" + ("-neither" if y == NEITHER else "")
+        con = negate(r["a"]) if split == "train" and negatable(r["a"]) else None
+        if r["level"] not in ("argument-argument", "thesis-point"):
+            con = None  # the live debates' clauses negate badly; topics are questions
+        out.append(Row(r["a"], r["b"], y, src, con))
+    return out
+
+
+def denial_rows(data: Path, direction: Path, rng: random.Random, n: int) -> list[Row]:
+    """A claim against its own negation, and a gold perspective negated against its claim (the
+    side flips): "Plastic bags don't harm the environment" does not support banning them. From
+    PERSPECTRUM's fit claims and the direction data's train theses."""
+    persp = load_perspectives(data)
+    _, fit = tune_claims_of(data)
+    rows = []
+    for c in fit:
+        rows.append(Row(c.text, negate(c.text), AGAINST, "denial-claim"))
+        for cl in c.clusters:
+            for p in cl.pids[:1]:
+                if p in persp and negatable(persp[p]):
+                    rows.append(Row(c.text, negate(persp[p]), 1 - _side(cl.stance), "denial"))
+    theses = sorted({
+        r["a"] for r in read_jsonl(direction / "train.jsonl")
+        if r["level"] in ("argument-argument", "thesis-point") and negatable(r["a"])
+    })  # fmt: skip
+    rows += [Row(t, negate(t), AGAINST, "denial-claim") for t in theses]
+    rng.shuffle(rows)
+    return rows[:n]
+
+
 def fingerprints(folder: Path) -> list[dict]:
     out = []
     for name in ("touche23_stance.jsonl", "ibm_claim_stance.jsonl", "ukp_sentential.jsonl"):
         h = hashlib.sha256((folder / name).read_bytes()).hexdigest()
         out.append({"file": f"argument/{name}", "sha256": h})
     return out
+
+
+def direction_fingerprints(folder: Path) -> list[dict]:
+    return [
+        {
+            "file": f"direction/{name}",
+            "sha256": hashlib.sha256((folder / name).read_bytes()).hexdigest(),
+        }
+        for name in ("train.jsonl", "dev.jsonl")
+    ]
