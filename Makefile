@@ -66,8 +66,8 @@ lock: $(VENV)/.installed
 demo: setup data
 	@echo "demo: checking the model bundle (perspect models verify)..."
 	@$(BIN)/perspect models verify
-	@echo "demo: exporting ONNX graphs, compiling PLAID's kernels (perspect models prepare)..."
-	@$(BIN)/perspect models prepare
+	@echo "demo: exporting ONNX graphs (perspect models prepare; the build compiles PLAID's kernels)..."
+	@$(BIN)/perspect models prepare --no-kernels
 	@echo "demo: building the index 'default' (perspect index build)..."
 	@$(BIN)/perspect index build --name default \
 	  --perspectives data/perspectrum/perspective_pool_v1.0.json \

@@ -252,7 +252,7 @@ class Prepared:
     note: str | None = None
 
 
-def prepare(root: Path) -> list[Prepared]:
+def prepare(root: Path, kernels: bool = True) -> list[Prepared]:
     """Export the ONNX graphs a search serves its models from (the pair model, the equivalence
     cross-encoder, the comparator, the dense and ColBERT query encoders), so that the first
     search of a process loads neither torch nor transformers for them; each graph is made once
@@ -260,19 +260,21 @@ def prepare(root: Path) -> list[Prepared]:
     model, also compile PLAID's C++ kernels (once per torch and compiler: ~2 min), which a
     search only loads. The compiler runs in a child process from the start, beside the exports
     (each mostly one core): a newcomer's `make demo` spent 107 s compiling after 181 s of
-    exports, one after the other (issue 56)."""
+    exports, one after the other (issue 56). `kernels=False` leaves them to the index build,
+    which compiles them beside its encoders (`make demo`: nothing before the build waits on
+    them, issue 62)."""
     from perspect.retriever import dense, pylate_glue
 
     done: list[Prepared] = []
-    kernels = None
-    if (root / "colbert").is_dir():
+    compiling = None
+    if kernels and (root / "colbert").is_dir():
 
         def compile_kernels() -> Prepared:
             t0 = time.perf_counter()
             where = pylate_glue.build_kernels()
             return Prepared("plaid-kernels", True, time.perf_counter() - t0, f"ready in {where}")
 
-        kernels = background.Pending("perspect-plaid-kernels", compile_kernels)
+        compiling = background.Pending("perspect-plaid-kernels", compile_kernels)
 
     def step(name: str, entry: Path, make: Callable[[Path], bool]) -> None:
         if bundle.is_bundle(entry) or (entry / "manifest.json").is_file():
@@ -299,6 +301,6 @@ def prepare(root: Path) -> list[Prepared]:
             t0 = time.perf_counter()
             trunk = StanceTrunk.load(root / name, serving=True)
             done.append(Prepared(name, trunk.served, time.perf_counter() - t0))
-    if kernels is not None:
-        done.append(kernels.result())
+    if compiling is not None:
+        done.append(compiling.result())
     return done

@@ -50,9 +50,8 @@ def test_a_stage_that_fails_says_so_and_raises():
 
 def test_rich_reporter_writes_lines_where_its_stream_is_no_terminal():
     out = io.StringIO()
-    with RichReporter(stream=out) as rep:
-        with rep.stage("indexing", total=4) as adv:
-            adv(4)
+    with RichReporter(stream=out) as rep, rep.stage("indexing", total=4) as adv:
+        adv(4)
     text = out.getvalue()
     assert "indexing: started (4)" in text and "indexing: done, 4" in text
     assert "\x1b[" not in text  # no terminal codes in a log
@@ -73,3 +72,16 @@ def test_a_real_build_prints_its_stages_to_a_pipe_as_it_goes(pools, home):
     ends = {m.group(1) for ln in lines if (m := re.search(r"\] (.+): done\b", ln))}
     assert starts and starts <= ends, lines
     assert still_running or "started" in first
+
+
+def test_prepare_can_leave_the_kernels_to_the_build(tmp_path, monkeypatch):
+    """`perspect models prepare --no-kernels` (make demo): a bundle with ColBERT prepares without
+    compiling PLAID's kernels; the index build compiles them beside its encoders."""
+    from perspect.reranker import factory
+    from perspect.retriever import pylate_glue
+
+    (tmp_path / "colbert").mkdir()
+    called = []
+    monkeypatch.setattr(pylate_glue, "build_kernels", lambda: called.append(1))
+    assert factory.prepare(tmp_path, kernels=False) == []
+    assert not called

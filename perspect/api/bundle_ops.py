@@ -45,11 +45,12 @@ def unchecked_models(folder: str | Path | None = None) -> list[Path]:
     return [d for d in found if bundle.unchecked_entry(d)]
 
 
-def prepare_models(folder: str | Path | None = None) -> list[Prepared]:
+def prepare_models(folder: str | Path | None = None, kernels: bool = True) -> list[Prepared]:
     """Export the ONNX graphs a search serves its models from, so that the first search of a
     process loads neither torch nor transformers for them, and compile PLAID's kernels where
-    the bundle has ColBERT (perspect.reranker.factory.prepare says what and how long)."""
-    return factory.prepare(models_dir(folder))
+    the bundle has ColBERT (unless `kernels` is False: an index build compiles them beside its
+    encoders; perspect.reranker.factory.prepare says what and how long)."""
+    return factory.prepare(models_dir(folder), kernels=kernels)
 
 
 def make_models(

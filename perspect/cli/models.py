@@ -43,10 +43,11 @@ def cmd_models(args: argparse.Namespace) -> int:
             console().print(f"  {o.step}: {state} (inputs {o.key})")
         return 0
     if args.action == "prepare":
+        what = "" if args.no_kernels else " and compiling PLAID's kernels"
         with console(stderr=True).status(
-            "exporting the models' ONNX graphs (once per weights) and compiling PLAID's kernels"
+            f"exporting the models' ONNX graphs (once per weights){what}"
         ):
-            done = api.prepare_models(args.dir)
+            done = api.prepare_models(args.dir, kernels=not args.no_kernels)
         for d in done:
             mark = "[green]✓[/]" if d.served else "[yellow]![/]"
             how = "served on ONNX Runtime" if d.served else "stays on PyTorch (see the log)"
@@ -110,6 +111,9 @@ def register(sub) -> None:
     mo.add_argument("--steps", help="make: only these steps (comma-separated; default: all)")
     mo.add_argument("--stance-rounds", type=int, default=3, help="make: stance rounds (continue)")
     mo.add_argument("--no-colbert", action="store_true", help="make: leave ColBERT out")
+    mo.add_argument("--no-kernels", action="store_true",
+                    help="prepare: leave PLAID's kernels to the index build (which compiles "
+                    "them beside its encoders)")  # fmt: skip
     mo.add_argument(
         "--no-comparator", action="store_true", help="make: leave the ClaimDiff comparator out"
     )
