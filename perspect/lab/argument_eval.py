@@ -34,6 +34,12 @@ MINE_SIDE_ACCURACY = 0.85  # a mined argument's side
 # the held-out UKP topic whose train and val rows fit the mining cuts (its test rows and the
 # other held-out topic only report)
 MINE_FIT_TOPIC = ad.UKP_HELD_OUT[0]
+# Where readers are (issue 61): the direction data's dev debates (no training row came from them)
+# check each cut a reader acts on beside the PERSPECTRUM tune claims; a cut is the stricter of
+# the two fits. A cited reason argues the opposite at most this share of the time there (for and
+# against weighed to LINKED_PRIOR's 0.47 : 0.16, the mix of a perspective's linked paragraphs).
+DEBATE_LEVELS = ("argument-argument", "thesis-point", "point-counter", "claim-sentence")
+REASON_AGAINST_MOST = 0.03
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,12 @@ class StateCache:
         return [self.cache[t] for t in texts]
 
 
-def sets(data: Path, argument: Path, rng_seed: int = 7) -> dict[str, list]:
-    """Every held-out set, as Rows (and Bags for the tune claims' evidence)."""
+def sets(
+    data: Path, argument: Path, rng_seed: int = 7, direction: Path | None = None
+) -> dict[str, list]:
+    """Every held-out set, as Rows (and Bags for the tune claims' evidence); with `direction`,
+    its dev split's debate-level rows ("direction_debates") and IAM's ("direction_iam": a topic
+    and a web article's sentence, mining's shape)."""
     rng = random.Random(rng_seed)
     _, p_eval = ad.perspectrum_rows(data, rng)
     tune = tune_claims_of(data)[0]
@@ -74,7 +84,51 @@ def sets(data: Path, argument: Path, rng_seed: int = 7) -> dict[str, list]:
         # the topic the mining cuts are fitted on reports on its test split only
         out[f"ukp:{t}"] = ukp[f"{t}:test"] if t == MINE_FIT_TOPIC else ukp[t]
     out[f"ukp_fit:{MINE_FIT_TOPIC}"] = ukp[f"{MINE_FIT_TOPIC}:fit"]
+    if direction is not None and (direction / "dev.jsonl").is_file():
+        dev = ad.direction_rows(direction, "dev")
+        levels = {f"direction-{lv}" for lv in DEBATE_LEVELS}
+        out["direction_debates"] = [r for r in dev if r.source in levels]
+        out["direction_iam"] = [r for r in dev if r.source == "direction-claim-sentence"]
     return out
+
+
+def prior_weights(y: np.ndarray) -> np.ndarray:
+    """Weights that bring for / against rows to LINKED_PRIOR's for : against mix."""
+    share = np.bincount(y, minlength=3) / max(len(y), 1)
+    return np.array([LINKED_PRIOR[v] / max(share[v], 1e-9) for v in y])
+
+
+def at_cut(score: np.ndarray, good: np.ndarray, cut: float, weight: np.ndarray) -> dict:
+    """Precision and coverage of the rows over `cut` (weighted)."""
+    over = score >= cut
+    if not over.any():
+        return {"precision": None, "coverage": 0.0}
+    prec = float((weight * good)[over].sum() / weight[over].sum())
+    return {"precision": round(prec, 3), "coverage": round(float(over.mean()), 3)}
+
+
+def debate_cuts(p: np.ndarray, rows, cuts: dict) -> tuple[dict, dict]:
+    """The evidence cuts made at least as strict as the direction dev debates ask: `for_at` so
+    that a sentence over it argues against its A at most REASON_AGAINST_MOST of the time, and
+    `against_at` at AGAINST_PRECISION; each with its precision and coverage there."""
+    y = np.array([r.label for r in rows])
+    w = prior_weights(y)
+    out, report = dict(cuts), {}
+    f_at, _, _ = smallest_cut(p[:, FOR], y == FOR, 1 - REASON_AGAINST_MOST, weight=w)
+    if f_at <= 1.0:
+        out["for_at"] = max(cuts["for_at"], f_at)
+    a_at, _, _ = smallest_cut(p[:, AGAINST], y == AGAINST, AGAINST_PRECISION, weight=w)
+    if a_at <= 1.0:
+        out["against_at"] = max(cuts["against_at"], a_at)
+    report["for_at"] = at_cut(p[:, FOR], y == FOR, out["for_at"], w)
+    report["against_at"] = at_cut(p[:, AGAINST], y == AGAINST, out["against_at"], w)
+    report["neither_at"] = {
+        "sided_kept": round(float((p[:, NEITHER] < cuts["neither_at"]).mean()), 3)
+    }
+    report["on"] = (
+        f"direction dev debates ({len(rows)} pairs, for : against weighed to 0.47 : 0.16)"
+    )
+    return out, report
 
 
 def score_rows(model, cache: StateCache, rows) -> np.ndarray:
@@ -145,7 +199,8 @@ def smallest_cut(score, good, target, bad=None, most=1.0, weight=None):
 def fit_cuts(p: dict[str, np.ndarray], s: dict[str, list], mine_topic: str) -> dict:
     """The cuts a reader acts on (perspect.core.model.decisions.ArgumentCuts), each on tune data:
     the sides' on the PERSPECTRUM tune claims, the evidence verdicts' on their bags, mining's on
-    the held-out UKP topic `mine_topic`."""
+    the held-out UKP topic `mine_topic`; where `p` has the direction dev debates, the evidence
+    cuts are made as strict as they ask too (debate_cuts) and mining's side cut as IAM's."""
     out: dict = {}
     neither = p["perspectrum_tune"][:, NEITHER]
     out["neither_at"] = round(float(np.quantile(neither, SIDES_KEPT)), 4)
@@ -162,6 +217,18 @@ def fit_cuts(p: dict[str, np.ndarray], s: dict[str, list], mine_topic: str) -> d
     mine, mine_fit = fit_mine_cuts(
         p[f"ukp_fit:{mine_topic}"], s[f"ukp_fit:{mine_topic}"], mine_topic
     )
+    debates = None
+    if "direction_debates" in p:
+        out, debates = debate_cuts(p["direction_debates"], s["direction_debates"], out)
+        iam_rows = s["direction_iam"]
+        share = side_share(p["direction_iam"])
+        right = (share >= 0.5) == (np.array([r.label for r in iam_rows]) == FOR)
+        conf = np.maximum(share, 1 - share)
+        iam_at, _, _ = smallest_cut(conf, right, MINE_SIDE_ACCURACY)
+        if iam_at <= 1.0:
+            mine["mine_side_at"] = max(mine["mine_side_at"], iam_at)
+        debates["mine_side_at"] = at_cut(conf, right, mine["mine_side_at"], np.ones(len(right)))
+        debates["mine_side_at"]["on"] = f"direction dev, IAM claim-sentence ({len(iam_rows)} pairs)"
     out.update(mine)
     out["fitted_on"] = {
         "neither_at": f"keeps {SIDES_KEPT:.0%} of the PERSPECTRUM tune claims' curated perspectives",
@@ -173,6 +240,8 @@ def fit_cuts(p: dict[str, np.ndarray], s: dict[str, list], mine_topic: str) -> d
         "against_at": {"precision": prec_ag, "coverage": cov_ag},
         **mine_fit,
     }
+    if debates is not None:
+        out["fitted_on"]["direction_dev"] = debates
     return out
 
 

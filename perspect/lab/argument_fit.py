@@ -22,14 +22,18 @@ from perspect.lab.train import argument_data as ad
 MINE_FIT_TOPIC = ae.MINE_FIT_TOPIC
 
 
-def fit_folder(folder: Path, data: Path, argument: Path, log=print) -> dict:
-    """Fit the cuts of the trained (unpacked) model in `folder` into its manifest."""
+def fit_folder(
+    folder: Path, data: Path, argument: Path, log=print, direction: Path | None = None
+) -> dict:
+    """Fit the cuts of the trained (unpacked) model in `folder` into its manifest (with
+    `direction`, checked on its dev debates too: argument_eval.debate_cuts)."""
     from perspect.reranker import factory
 
     model = factory.load(["argument"], entries={"argument": folder}).argument
     cache = ae.StateCache(model.lower)
-    s = ae.sets(data, argument)
+    s = ae.sets(data, argument, direction=direction)
     need = ("perspectrum_tune", f"ukp_fit:{MINE_FIT_TOPIC}")
+    need += tuple(k for k in ("direction_debates", "direction_iam") if k in s)
     kept = folder / "fit_scores.npz"  # the scores, so a re-fit of the cuts alone is quick
     p = dict(np.load(kept)) if kept.is_file() else {}
     if not p:
@@ -79,7 +83,7 @@ def train_entry(data: Path, folder: Path, log, argument: Path, warm_start: Path,
     args.work.mkdir(parents=True, exist_ok=True)
     res = trainer.run(args, log)
     shipped = ship_folder(args.out, args.work / "shipped", log)
-    res["cuts"] = fit_folder(shipped, args.data, args.argument, log)
+    res["cuts"] = fit_folder(shipped, args.data, args.argument, log, args.direction)
     trainer.pack(shipped, Path(folder))
     return res
 
@@ -105,6 +109,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
     ap.add_argument("--argument", type=Path, default=Path("../shared/data/argument"))
     ap.add_argument("--pack", type=Path, default=None, help="then pack it into this entry")
+    ap.add_argument("--direction", type=Path, default=None,
+                    help="../shared/data/direction: check the cuts on its dev debates too")  # fmt: skip
     ap.add_argument("--work", type=Path, default=None, help="where the shipped copy is made")
     ap.add_argument("--mine-cuts-only", action="store_true",
                     help="FOLDER is a packed entry: refit mining's cuts only, in place")  # fmt: skip
@@ -113,7 +119,7 @@ def main() -> None:
         refit_mine_cuts(a.folder, a.argument)
         return
     shipped = ship_folder(a.folder, (a.work or trainer.default_work()) / "shipped")
-    fit_folder(shipped, a.data, a.argument)
+    fit_folder(shipped, a.data, a.argument, direction=a.direction)
     if a.pack is not None:
         trainer.pack(shipped, a.pack)
 

@@ -271,6 +271,26 @@ def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     return model
 
 
+def refit_sides(model_dir: str | Path, data_dir: str | Path, trunk_dir: str | Path) -> PairModel:
+    """Name `trunk_dir` (the argument model, issue 61/62: one trunk for sides, verdicts, reasons
+    and mining) as the pair model's stance trunk, and fit the decisions that read it on the tune
+    claims' gold perspectives: the stack over its stance logit and the pair head's, the weight of
+    a claim's second reading, the unclear margin. Every other decision is kept: `make models`
+    step "sides", minutes where a full calibration takes an index build."""
+    model = factory.load(["pair"], factory.TORCH, model_dir).pair
+    stance_trunk.attach(model.manifest, model_dir, trunk_dir)
+    claims, perspectives = tune_claims_of(data_dir)[0], load_perspectives(data_dir)
+    fit_stance_decision(model, claims, perspectives)
+    trunk = factory.load(["trunk"], factory.TORCH, model).trunk
+    side = Decisions.from_manifest(model.manifest).stance_side
+    rows = rv.stance_rows(StanceScorer(model, trunk), claims, perspectives)
+    margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)
+    model.manifest["thresholds"]["stance_unclear"] = margin
+    model.manifest.setdefault("tune_metrics", {})["sides"] = rv.side_coverage(rows, side, margin)
+    model.save(model_dir)
+    return model
+
+
 def refit_verdict(
     model_dir: str | Path,
     data_dir: str | Path,

@@ -83,6 +83,13 @@ def steps(
     out.append(
         Step("argument", "argument", "argument", reads=("relation",), base=paths.PACKAGED_MPNET)
     )
+    # direction (issue 61): the argument model trained again, from itself, on pairs in which B
+    # argues for or against A at every level of a debate, denials with a consistency term, and
+    # a replay of its rows; its cuts checked on the direction data's dev debates
+    out.append(
+        Step("direction", "direction", "argument", base=paths.PACKAGED_MPNET,
+             options=dict(DIRECTION_OPTIONS))
+    )  # fmt: skip
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "relation")
     # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
     # rev 2: the trunk is the relation model's
@@ -97,9 +104,20 @@ def steps(
     # (rev 3: the side is the stance decision's, past a fitted margin; the cut for arguments at
     # 80 % on tune)
     out.append(Step("mining", "mining", "pair", reads=reads, rev=3))
+    # one trunk for the sides (issue 62): the argument model becomes the pair model's stance
+    # trunk, its stack, second-reading weight and unclear margin fitted on the tune claims
+    out.append(Step("sides", "sides", "pair", reads=("argument",)))
     if comparator:  # rev 1: the joint reader (an inference head beside ClaimDiff, issue 41)
         out.append(Step("comparator", "claimdiff", "comparator", rev=1))
     return tuple(out)
+
+
+def trainer_work(name: str) -> Path:
+    """A work folder beside the argument model's (outside the repository): its own cached
+    states and checkpoint, so the two runs never take each other's for another recipe's."""
+    from perspect.lab.train.argument import default_work
+
+    return default_work().parent / name
 
 
 PAIR_TRAINING = ("all", "continue")  # the steps that train the pair model's heads
@@ -115,6 +133,10 @@ RELATION_OPTIONS = (
 )
 
 
+# the shipped direction phase's run (python -m perspect.lab.train.argument --direction ...)
+DIRECTION_OPTIONS = (("rank", 16), ("alpha", 16), ("epochs", 1.0), ("work_name", "direction-run"))
+
+
 @dataclass(frozen=True)
 class OtherData:
     """Where the steps that do not train on PERSPECTRUM find their data."""
@@ -126,6 +148,8 @@ class OtherData:
     inference: Path = paths.INFERENCE_DATA
     # the argument model's Touché 2023, IBM Claim Stance and UKP sentential rows
     argument: Path = paths.INFERENCE_DATA.parent / "argument"
+    # the direction phase's pairs (Debatepedia, ArguAna, IAM, AIFdb, Nixon-Kennedy)
+    direction: Path = paths.INFERENCE_DATA.parent / "direction"
     # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
     # to their stance, relevance and equivalence pairs
     corrections: tuple = ()
@@ -256,6 +280,14 @@ def make(
                 out.append(Outcome(step.name, False, ""))
                 continue
             sha = [*data_sha, *nli, *cdf]
+        if step.task == "direction":
+            if not (other.direction / "train.jsonl").is_file():
+                log(f"{step.name}: no direction pairs in {other.direction}, skipped")
+                out.append(Outcome(step.name, False, ""))
+                continue
+            from perspect.lab.train.argument_data import direction_fingerprints
+
+            sha = [*data_sha, *direction_fingerprints(other.direction)]
         fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
         key = inputs_key(
             step, data, root, before.get(step.writes, ""), step.base or base, sha, fixes
@@ -331,6 +363,15 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
 
             train_argument(data, folder, log, argument=other.argument,
                            warm_start=root / "relation", **step.options)  # fmt: skip
+        elif step.task == "direction":  # from the argument model as the step before left it
+            from perspect.lab.argument_fit import train_entry as train_argument
+
+            opts = dict(step.options)
+            work = trainer_work(opts.pop("work_name"))
+            train_argument(data, folder, log, argument=other.argument, warm_start=folder,
+                           direction=other.direction, work=work, **opts)  # fmt: skip
+        elif step.task == "sides":
+            fitting.refit_sides(folder, data, root / "argument")
         elif step.task == "all":
             fitting.train(
                 data,

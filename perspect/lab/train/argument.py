@@ -287,8 +287,15 @@ def contrast_loss(net, st, rows: list, logits: torch.Tensor) -> torch.Tensor:
 def recipe_key(args) -> str:
     keep = ("seed", "top", "rank", "alpha", "lr", "epochs", "batch", "bag_batch", "limit")
     blob = json.dumps({k: str(getattr(args, k)) for k in keep} | {"warm": str(args.warm_start)})
-    if getattr(args, "direction", None):  # the direction phase: its own rows, its own run
-        blob += f"|direction:{args.direction}:{json.dumps(DIRECTION_CAPS, sort_keys=True)}"
+    if getattr(args, "direction", None):  # the direction phase: its own rows, its own run,
+        # keyed by content (the warm start's weights, the data), not by how the paths were spelt,
+        # so that `make models STEPS=direction` resumes a run started by hand and vice versa
+        warm = bundle.resolve(args.warm_start)
+        weights = [warm / "heads.safetensors", warm / "adapter" / "adapter_model.safetensors"]
+        blob = json.dumps({k: str(getattr(args, k)) for k in keep})
+        blob += f"|warm:{[sha256(f) for f in weights]}"
+        blob += f"|direction:{ad.direction_fingerprints(args.direction)}"
+        blob += f"|caps:{json.dumps(DIRECTION_CAPS, sort_keys=True)}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
