@@ -5,14 +5,20 @@ A pair model's manifest names the trunk it was calibrated with (`attach`), as it
 equivalence cross-encoder, so a retrained trunk is noticed instead of read through stale cuts.
 The entry holds only the LoRA adapter, the stance head and the manifest; the base comes from its
 registry packages (perspect.core.paths.packaged_mpnet), checked by sha256.
+
+Why one module: loading it (PyTorch or its two graphs), the decomposed passes with their memo of
+judged pairs, and the pair model's reference to its trunk are one served model, read by every
+consumer of the one trunk (sides, the argument model, news, compare).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,7 @@ _LOCK = threading.Lock()
 _LOWER: dict[str, Any] = {}
 _LOWER_LOCK = threading.Lock()
 CLAIMS_KEPT = 8  # claims whose lower states a trunk keeps (StanceTrunk.claim_lower)
+PAIRS_KEPT = 4096  # pairs whose top-layer logits a trunk keeps (StanceTrunk.every_head)
 
 
 GRAPHS = ("trunk_lower", "trunk_top")  # the top graph gives every head's logits
@@ -74,6 +81,11 @@ class StanceTrunk:
         }
         self.base = Path(paths.resolve_base(manifest["base_model"]["name"]))
         self._claims: dict[str, np.ndarray] = {}  # claim_lower's, oldest first
+        # every head's logits of pairs judged lately, by the digests of their states: a search
+        # asks the stance head of its kept perspectives, then whether they take a side at all
+        # (the argument head) of the same pairs; where one trunk answers both, one top pass
+        self._pairs: OrderedDict[tuple[bytes, bytes], np.ndarray] = OrderedDict()
+        self._pairs_lock = threading.Lock()
 
     @property
     def served(self) -> bool:
@@ -98,7 +110,15 @@ class StanceTrunk:
         the graphs made before, else PyTorch (nothing written into `folder`)."""
         folder = Path(folder).resolve()
         man = folder / MANIFEST
-        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving, int8, export)
+        # resolved: the pair model names its trunk as "../argument", the engine's argument model is
+        # "models/argument"; one instance serves both (and its memo of judged pairs)
+        key = (
+            str(Path(folder).resolve()),
+            man.stat().st_mtime if man.is_file() else 0.0,
+            serving,
+            int8,
+            export,
+        )
         with _LOCK:
             if key not in _LOADED:
                 got = cls._serving(folder, int8) if serving else None
@@ -282,12 +302,29 @@ class StanceTrunk:
         self, a: Sequence[np.ndarray], b: Sequence[np.ndarray], batch: int = 64
     ) -> dict[str, np.ndarray]:
         """Every head on each pair (a[i], b[i]) of lower states from one pass of the top layers
-        (the top graph gives every head's logits): what `pairs` gives per head."""
-        seqs = [
-            np.concatenate([np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32)])
-            for x, y in zip(a, b, strict=True)
-        ]
-        logits = self._top(seqs, batch) if seqs else np.zeros((0, sum(self.heads.values())))
+        (the top graph gives every head's logits): what `pairs` gives per head. A pair judged
+        lately (the same states) is read from the trunk's memo instead of passed again."""
+        n_cols = sum(self.heads.values())
+        keys = [(_digest(x), _digest(y)) for x, y in zip(a, b, strict=True)]
+        logits = np.zeros((len(keys), n_cols))
+        with self._pairs_lock:
+            known = {i: self._pairs[k] for i, k in enumerate(keys) if k in self._pairs}
+        todo = [i for i in range(len(keys)) if i not in known]
+        if todo:
+            seqs = [
+                np.concatenate(
+                    [np.asarray(a[i], dtype=np.float32), np.asarray(b[i], dtype=np.float32)]
+                )
+                for i in todo
+            ]
+            logits[todo] = self._top(seqs, batch)
+            with self._pairs_lock:
+                for i in todo:
+                    self._pairs[keys[i]] = logits[i].copy()
+                while len(self._pairs) > PAIRS_KEPT:
+                    self._pairs.popitem(last=False)
+        for i, row in known.items():
+            logits[i] = row
         return {h: self._probs(h, logits) for h in self.heads}
 
     def joint(self, head: str, a: Sequence[str], b: Sequence[str], batch: int = 32) -> np.ndarray:
@@ -341,6 +378,14 @@ class StanceTrunk:
     def predict(self, claim: str, texts: Sequence[str]) -> np.ndarray:
         """P(support) of perspectives given as texts (no stored states: their lower layers run)."""
         return self.support(claim, self.lower(texts))
+
+
+def _digest(x: np.ndarray) -> bytes:
+    """What identifies a text's lower states (its shape and bytes): the memo's key."""
+    arr = np.ascontiguousarray(x, dtype=np.float32)
+    h = hashlib.blake2b(str(arr.shape).encode(), digest_size=16)
+    h.update(arr.tobytes())
+    return h.digest()
 
 
 # -- the pair model's reference ---------------------------------------------------------------------

@@ -406,3 +406,28 @@ def test_bf16_only_where_the_cpu_computes_it(tiny_trunk, monkeypatch):
     precision.cpu_has_bf16.cache_clear()
     for a, b in zip(got["0"], got["1"], strict=True):
         np.testing.assert_allclose(a, b, atol=0.05 * np.abs(a).max())
+
+
+def test_pairs_judged_once_are_read_back_not_passed_again(tiny_trunk, monkeypatch):
+    """One trunk, two questions of the same pairs (a search's sides, then whether each takes a
+    side at all): the second reads every head from the trunk's memo, no second top pass; a new
+    pair still runs, and the scores are the same either way."""
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    trunk = StanceTrunk.load(tiny_trunk)
+    assert StanceTrunk.load(Path(str(tiny_trunk) + "/../" + tiny_trunk.name)) is trunk
+    texts = [p["text"] for p in PERSPECTIVES]
+    states = trunk.lower(texts)
+    claim = trunk.claim_lower("Zoos should be closed, a memo test")
+    first = trunk.every_head([claim] * len(states), states)
+    passes = []
+    real_top = trunk._top
+    monkeypatch.setattr(
+        trunk, "_top", lambda seqs, batch=64: passes.append(len(seqs)) or real_top(seqs, batch)
+    )
+    again = trunk.every_head([claim] * len(states), [s.copy() for s in states])
+    assert passes == []
+    np.testing.assert_array_equal(again["stance"], first["stance"])
+    other = trunk.claim_lower("Zoos should stay open, a memo test")
+    trunk.every_head([other, claim], [states[0], states[1]])
+    assert passes == [1]  # only the new pair
