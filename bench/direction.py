@@ -12,13 +12,13 @@ training row came from), for each scorer in one run:
 - over all sided pairs, at the model's shipped side cut (`decisions.argument.side_at`, where the
   entry has one): the share left unclear and the share of shown sides that are right.
 
-Scorers: `--model` (default models/argument) and `--baseline` (another argument entry, e.g. the
-previous main's: `git archive HEAD~1 models/argument | tar -x -C /tmp/prev`), each read two ways
-(its for-share P(for) / (P(for) + P(against)), and its stance head); and `--stance` the engine's
-stance decision as the bundle's pair model names it (P(B supports A), the stance stage a search
-runs). The argument bench's sets (Touché, IBM, UKP, PERSPECTRUM) are bench/argument.py's.
+Scorers, for `--models` (default models/) and `--baseline` (another bundle folder, e.g. the
+previous main's: `git archive HEAD~1 models | tar -x -C /tmp/prev`, then /tmp/prev/models): its
+argument model read two ways (its for-share P(for) / (P(for) + P(against)), and its stance head),
+and the engine's stance decision as its pair model names it (P(B supports A), the stance stage a
+search runs). The argument bench's sets (Touché, IBM, UKP, PERSPECTRUM) are bench/argument.py's.
 
-    python bench/direction.py [--model models/argument] [--baseline DIR] [--no-stance]
+    python bench/direction.py [--models models] [--baseline DIR] [--no-stance]
                               [--direction ../shared/data/direction] [--limit N] [--json OUT]
 
 Skips with a reason where the data is absent. Figures: bench/RESULTS.md ("Direction").
@@ -100,8 +100,10 @@ def level_report(rows: list[dict], share: np.ndarray, p3: np.ndarray | None, sid
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=ROOT / "models" / "argument")
-    ap.add_argument("--baseline", type=Path, default=None, help="another argument entry")
+    ap.add_argument("--models", type=Path, default=ROOT / "models", help="a bundle folder")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another bundle folder, e.g. the previous main's: "
+                    "git archive HEAD~1 models | tar -x -C /tmp/prev")  # fmt: skip
     ap.add_argument("--direction", type=Path, default=ROOT.parent / "shared" / "data" / "direction")
     ap.add_argument("--no-stance", action="store_true", help="skip the engine's stance decision")
     ap.add_argument("--limit", type=int, default=None, help="a sample of the dev rows (smoke)")
@@ -111,40 +113,13 @@ def main() -> int:
         print(f"skipped: {a.direction / 'dev.jsonl'} is absent (../shared/data/direction)")
         return 0
 
-    from perspect.lab import argument_eval as ae
-    from perspect.reranker import factory
-    from perspect.reranker.argument import ArgumentModel, side_share
-
     t0 = time.perf_counter()
     rows = read_dev(a.direction, a.limit)
-    cache = None
+    cache: list = []  # one frozen base: the lower states serve every scorer
     scorers: dict[str, tuple[np.ndarray, np.ndarray | None, float | None]] = {}
-    for name, folder in (("model", a.model), ("baseline", a.baseline)):
-        if folder is None:
-            continue
-        m = ArgumentModel.load(folder, serving=True)
-        cache = cache or ae.StateCache(m.lower)  # one frozen base: the states serve both
-        sa, sb = cache.get([r["a"] for r in rows]), cache.get([r["b"] for r in rows])
-        p3 = m.judge(sa, sb)
-        head = np.asarray(m.trunk.pairs("stance", sa, sb), dtype=np.float64).ravel()
-        side_at = ((m.manifest.get("decisions") or {}).get("argument") or {}).get("side_at")
-        label = f"{name} ({folder.name}, {m.manifest.get('created', '?')[:10]})"
-        scorers[f"{label} for-share"] = (side_share(p3), p3, side_at)
-        scorers[f"{label} stance head"] = (head, None, None)
-    if not a.no_stance:
-        from perspect.pipeline.stance import StanceScorer
-
-        ms = factory.load(["pair", "trunk"], factory.Serving())
-        st = StanceScorer(ms.pair, ms.trunk)
-        if cache is not None and ms.trunk is not None:
-            st.states = lambda texts, ids=None: cache.get(list(texts))  # same frozen base
-        p = np.zeros(len(rows))
-        by: dict[str, list[int]] = {}
-        for i, r in enumerate(rows):
-            by.setdefault(r["a"], []).append(i)
-        for claim, idx in by.items():
-            p[idx] = st(claim, [rows[i]["b"] for i in idx])
-        scorers["engine stance decision (P(support))"] = (p, None, None)
+    for name, root in (("this", a.models), ("baseline", a.baseline)):
+        if root is not None:
+            scorers.update(bundle_scorers(name, root, rows, cache, not a.no_stance))
 
     out: dict = {"n": len(rows), "levels": {}, "all": {}}
     for name, (share, p3, side_at) in scorers.items():
@@ -160,6 +135,42 @@ def main() -> int:
     if a.json:
         a.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
+
+
+def bundle_scorers(name: str, root: Path, rows, cache: list, stance: bool) -> dict:
+    """A bundle's scorers: its argument model read two ways (for-share, stance head) and the
+    engine's stance decision as its pair model names it (P(B supports A))."""
+    from perspect.lab import argument_eval as ae
+    from perspect.pipeline.stance import StanceScorer
+    from perspect.reranker import factory
+    from perspect.reranker.argument import ArgumentModel, side_share
+
+    out: dict = {}
+    m = ArgumentModel.load(root / "argument", serving=True)
+    if not cache:
+        cache.append(ae.StateCache(m.lower))
+    states = cache[0]
+    sa, sb = states.get([r["a"] for r in rows]), states.get([r["b"] for r in rows])
+    p3 = m.judge(sa, sb)
+    head = np.asarray(m.trunk.pairs("stance", sa, sb), dtype=np.float64).ravel()
+    side_at = ((m.manifest.get("decisions") or {}).get("argument") or {}).get("side_at")
+    label = f"{name}: argument {m.manifest.get('created', '?')[:16]}"
+    out[f"{label} for-share"] = (side_share(p3), p3, side_at)
+    out[f"{label} stance head"] = (head, None, None)
+    if stance:
+        ms = factory.load(["pair", "trunk"], factory.Serving(), pair=root / "pair")
+        st = StanceScorer(ms.pair, ms.trunk)
+        if ms.trunk is not None and ms.trunk.states_key == m.states_key:
+            st.states = lambda texts, ids=None: states.get(list(texts))
+        p = np.zeros(len(rows))
+        by: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            by.setdefault(r["a"], []).append(i)
+        for claim, idx in by.items():
+            p[idx] = st(claim, [rows[i]["b"] for i in idx])
+        trunk = Path(ms.trunk.origin).name if ms.trunk is not None else "pair head"
+        out[f"{name}: engine stance decision ({trunk})"] = (p, None, None)
+    return out
 
 
 def render(out: dict) -> str:
