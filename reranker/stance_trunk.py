@@ -463,6 +463,13 @@ def valence_weight(manifest: dict[str, Any]) -> float:
     return float(manifest["stance_trunk"].get("valence", {}).get("weight", 0.0))
 
 
+def negation_weight(manifest: dict[str, Any]) -> float:
+    """The weight of the claim's negation read the other way round in P(support)
+    (perspect.pipeline.stance.StanceScorer.negated), fitted on held-out train claims; 0 where none
+    was fitted."""
+    return float(manifest["stance_trunk"].get("negation", {}).get("weight", 0.0))
+
+
 def calibrated(
     manifest: dict[str, Any], p: np.ndarray, head: np.ndarray | None = None
 ) -> np.ndarray:

@@ -431,3 +431,39 @@ def test_pairs_judged_once_are_read_back_not_passed_again(tiny_trunk, monkeypatc
     other = trunk.claim_lower("Zoos should stay open, a memo test")
     trunk.every_head([other, claim], [states[0], states[1]])
     assert passes == [1]  # only the new pair
+
+
+def test_the_claims_negation_is_read_the_other_way_round_at_the_fitted_weight(
+    tiny_trunk, tiny_pair_model, tmp_path
+):
+    """P(support) mixes in 1 - P(support) of the claim's negation by rule at the weight fitted on
+    gold perspectives (one of NEGATION_WEIGHTS, the tune AUROC of each kept); weight 0, or a
+    bundle fitted before it, reads the claim alone."""
+    from perspect.core.datasets.negation import negate
+    from perspect.core.datasets.perspectrum import Claim, Cluster
+    from perspect.lab.fitting import NEGATION_WEIGHTS, fit_negation
+    from perspect.pipeline.stance import StanceScorer
+    from perspect.reranker import stance_trunk
+
+    model = _pair_with_trunk(tiny_pair_model, tiny_trunk, tmp_path)
+    texts = {p["pId"]: p["text"] for p in PERSPECTIVES}
+    claims = [
+        Claim(2, "Animals should have lawful rights.", "train",
+              (Cluster((1,), "SUPPORT", ()), Cluster((6,), "UNDERMINE", ()))),
+        Claim(1, "School uniforms should be required.", "train",
+              (Cluster((3,), "SUPPORT", ()), Cluster((5,), "UNDERMINE", ()))),
+    ]  # fmt: skip
+    trunk = stance_trunk.load_for(model.manifest, model.origin)
+    fitted = fit_negation(model, trunk, claims, texts)
+    assert fitted["weight"] in NEGATION_WEIGHTS and fitted["pairs"] == 4
+    assert set(fitted["tune_auroc"]) == {str(w) for w in NEGATION_WEIGHTS}
+    assert "negation" not in model.manifest["stance_trunk"]  # fitting leaves no weight behind
+
+    claim, some = claims[0].text, [texts[1], texts[6], texts[2]]
+    own = StanceScorer(model, trunk)(claim, some)
+    denial = StanceScorer(model, trunk)(negate(claim), some)
+    model.manifest["stance_trunk"]["negation"] = {"weight": 0.3}
+    mixed = StanceScorer(model, trunk)(claim, some)
+    np.testing.assert_allclose(mixed, 0.7 * own + 0.3 * (1 - denial), atol=1e-6)
+    model.manifest["stance_trunk"]["negation"] = {"weight": 0.0}
+    np.testing.assert_allclose(StanceScorer(model, trunk)(claim, some), own)

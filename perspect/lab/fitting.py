@@ -251,6 +251,44 @@ def fit_valence(model: PairModel, trunk, claims, perspectives: dict[int, str]) -
     return out
 
 
+NEGATION_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+def fit_negation(model: PairModel, trunk, claims, perspectives: dict[int, str]) -> dict[str, Any]:
+    """The weight of the claim's negation read the other way round in P(support)
+    (StanceScorer.negated): the one of NEGATION_WEIGHTS with the best AUROC over the gold
+    perspectives of `claims` (held-out train claims), the smallest within VALENCE_TOLERANCE of
+    the best, so that a search pays its extra pass only where it gains."""
+    from sklearn.metrics import roc_auc_score
+
+    st = model.manifest["stance_trunk"]
+    st["negation"] = {"weight": 1.0}  # the negation alone, as `negated` reads it
+    support = StanceScorer(model, trunk)
+    ys, ps, qs = [], [], []
+    try:
+        for c in claims:
+            gp = c.gold_sides(perspectives)
+            if not gp:
+                continue
+            texts = [perspectives[p] for p, _ in gp]
+            st["negation"] = {"weight": 0.0}
+            ps.append(support(c.text, texts))
+            st["negation"] = {"weight": 1.0}
+            qs.append(support.negated(c.text, texts, None, np.zeros(len(texts))))
+            ys.extend(s for _, s in gp)
+    finally:
+        st.pop("negation", None)
+    if len(set(ys)) < 2:
+        return {"weight": 0.0, "pairs": len(ys)}
+    y, p, q = np.array(ys), np.concatenate(ps), np.concatenate(qs)
+    auroc = {
+        str(w): round(100 * roc_auc_score(y, (1 - w) * p + w * q), 2) for w in NEGATION_WEIGHTS
+    }
+    best = max(auroc.values())
+    w = min(w for w in NEGATION_WEIGHTS if auroc[str(w)] >= best - VALENCE_TOLERANCE)
+    return {"weight": w, "pairs": len(ys), "tune_auroc": auroc}
+
+
 def refit_unclear(model_dir: str | Path, data_dir: str | Path) -> PairModel:
     """Fit the weight of a claim's second reading (fit_valence) and the unclear margin
     (Decisions.stance_unclear) of a saved pair model on the tune claims' gold perspectives,
@@ -282,6 +320,7 @@ def refit_sides(model_dir: str | Path, data_dir: str | Path, trunk_dir: str | Pa
     claims, perspectives = tune_claims_of(data_dir)[0], load_perspectives(data_dir)
     fit_stance_decision(model, claims, perspectives)
     trunk = factory.load(["trunk"], factory.TORCH, model).trunk
+    model.manifest["stance_trunk"]["negation"] = fit_negation(model, trunk, claims, perspectives)
     side = Decisions.from_manifest(model.manifest).stance_side
     rows = rv.stance_rows(StanceScorer(model, trunk), claims, perspectives)
     margin = rv.fit_unclear(rows, side, UNCLEAR_TARGET)

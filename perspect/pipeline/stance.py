@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from perspect.core.datasets.negation import negate
 from perspect.core.index.stance_states import dequantize
 from perspect.core.model.decisions import UNCLEAR, Decisions
 from perspect.core.result import Member, SecondReading
@@ -91,7 +92,39 @@ class StanceScorer:
     ) -> np.ndarray:
         """`p` averaged with the claim's second reading (pipeline.valence: "Zoos should be
         closed" read as "Zoos are good", the other way round) at the fitted weight; `p` where the
-        claim has none or the bundle fitted no weight."""
+        claim has none or the bundle fitted no weight. Then, where the bundle fitted a weight for
+        it, with the claim's negation read the other way round (`negated`)."""
+        p = self.negated(claim, texts, states, self._valence(claim, texts, states, p))
+        return p
+
+    def negated(
+        self,
+        claim: str,
+        texts: Sequence[str],
+        states: Sequence[np.ndarray] | None,
+        p: np.ndarray,
+    ) -> np.ndarray:
+        """`p` averaged with 1 - P(support) of the claim's negation by rule ("Animals should not
+        have rights"), at the weight fitted on the tune claims (`stance_trunk.negation`): a text
+        that supports the claim opposes its denial, and a model that reads topic more than
+        direction gives both the same score, which the average cancels. `p` where none is
+        fitted (the cost: one more top pass per kept perspective)."""
+        w = stance_trunk.negation_weight(self.model.manifest) if self.trunk is not None else 0.0
+        if w <= 0 or not len(texts):
+            return p
+        states = self.states(texts) if states is None else states
+        denial = negate(claim)
+        head = self.head(denial, texts) if stance_trunk.stacks_head(self.model.manifest) else None
+        q = stance_trunk.calibrated(self.model.manifest, self.trunk.support(denial, states), head)
+        return (1 - w) * p + w * (1 - q)
+
+    def _valence(
+        self,
+        claim: str,
+        texts: Sequence[str],
+        states: Sequence[np.ndarray] | None,
+        p: np.ndarray,
+    ) -> np.ndarray:
         second = self.second_reading(claim)
         if second is None:
             return p
