@@ -41,3 +41,19 @@ def test_the_cut_round_trips_and_older_decisions_keep_the_rule():
     d = Decisions.from_manifest(Decisions(evidence_verdict=0.42).to_manifest())
     assert d.evidence_verdict == 0.42
     assert Decisions.from_manifest({"thresholds": {}}).evidence_verdict is None
+
+
+def test_a_judged_paragraph_that_argues_against_is_never_shown_as_only_related():
+    """Issue 61: a linked paragraph whose cited sentence argues against its perspective more than
+    for it is shown as "contradicts" past the fitted cut, else not at all; one leaning for it, or
+    unjudged, stays "related"."""
+    from perspect.core.index.links import Link
+    from perspect.pipeline.evidence import leans_against
+
+    against = Link("e1", 0.5, 0.5, entail=0.10, contradict=0.55)
+    leaning_for = Link("e2", 0.5, 0.5, entail=0.40, contradict=0.30)
+    unjudged = Link("e3", 0.5, 0.5)
+    assert leans_against(against, "related")
+    assert not leans_against(against, "contradicts")  # shown, as arguing against
+    assert not leans_against(leaning_for, "related")
+    assert not leans_against(unjudged, "related")

@@ -138,6 +138,11 @@ class Evidence:
                 else "related"
                 for rank, i in enumerate(order)
             ]
+            if judged and self.arguing is not None:  # never shown as only related when it
+                # argues against its perspective more than for it (issue 61): "contradicts" past
+                # the fitted cut, else not shown at all
+                keep = [r for r, i in enumerate(order) if not leans_against(links[i], verdicts[r])]
+                order, verdicts = [order[r] for r in keep], [verdicts[r] for r in keep]
             out.append(
                 [
                     EvidenceItem(
@@ -231,6 +236,12 @@ def judged_verdict(link: Link, cuts: RelationCuts) -> str:
     if link.contradict >= cuts.contradict_at:
         return "contradicts"
     return "supports" if link.entail >= cuts.entail_at else "related"
+
+
+def leans_against(link: Link, verdict: str) -> bool:
+    """A judged link shown as "related" whose cited sentence argues against its perspective more
+    than for it: a reader would take it as backing what it attacks."""
+    return verdict == "related" and (link.contradict or 0.0) > (link.entail or 0.0)
 
 
 def link_features(links: Sequence[Link]) -> dict[str, np.ndarray]:

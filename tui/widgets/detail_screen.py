@@ -59,8 +59,9 @@ class DetailScreen(ModalScreen[None]):
         if not c.evidence:
             t.append(" none retrieved\n", style="dim")
         for e in c.evidence:
-            style = "green" if e.verdict == "supports" else "yellow"
-            t.append(f" {e.verdict} ({e.score:.2f})", style=style)
+            style = {"supports": "green", "contradicts": "red"}.get(e.verdict, "yellow")
+            label = "argues against" if e.verdict == "contradicts" else e.verdict
+            t.append(f" {label} ({e.score:.2f})", style=style)
             meta = plain(", ".join(f"{k}: {v}" for k, v in e.metadata.items()))
             t.append(f"  [{plain(e.id)}{'; ' + meta if meta else ''}]\n", style="dim")
             # the cited sentence, highlighted (a reason from a document or the news is not here)
