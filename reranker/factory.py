@@ -74,6 +74,9 @@ class Models:
     reader: Comparator | None = None
     # the argument model (for / against / neither at three levels), where the bundle has one
     argument: ArgumentModel | None = None
+    # the relation model for what only it answers yet (news relations: its ClaimDiff head; compare:
+    # its equivalence head), where the pair model's trunk is another (the argument model, issue 62)
+    relation: StanceTrunk | None = None
 
 
 Loader = Callable[[PairModel | None, Path | None, Serving], Any]
@@ -198,12 +201,30 @@ def _argument(pair: PairModel | None, entry: Path | None, serving: Serving):
     return ArgumentModel.load(folder, serving=serving.onnx, int8=serving.int8 and serving.onnx)
 
 
+def _relation(pair: PairModel | None, entry: Path | None, serving: Serving):
+    """The relation entry beside the pair model (or `entry`) where the trunk the pair model names
+    is not it (that trunk then serves as the relation model itself: None here)."""
+    if pair is not None and getattr(pair, "origin", None) is None:
+        return None
+    home = Path(pair.origin).parent if pair is not None else paths.models_dir()
+    folder = entry or home / "relation"
+    if entry is None and not bundle.is_bundle(folder):
+        return None
+    if pair is not None and "stance_trunk" in pair.manifest:
+        named = stance_trunk.path_for(pair.manifest, pair.origin)
+        if named is not None and Path(named).resolve() == folder.resolve():
+            return None
+    int8 = serving.int8 and serving.onnx
+    return StanceTrunk.load(folder, serving=serving.onnx, int8=int8, export=serving.export)
+
+
 LOADERS: dict[str, Loader] = {
     "equivalence": _equivalence,
     "trunk": _trunk,
     "comparator": _comparator,
     "reader": _reader,
     "argument": _argument,
+    "relation": _relation,
 }
 
 

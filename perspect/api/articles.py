@@ -50,8 +50,11 @@ class Comparer:
                     enc_dir = bundle.resolve(dense_dir)
                 else:
                     enc_dir = Path(paths.resolve_base(None))
-                # the stance trunk the bundle's pair model names, on ONNX Runtime, or None
-                trunk = factory.load(["trunk"]).trunk
+                # the relation model (its inference and equivalence heads read the aligned
+                # sentences) where the bundle has one beside a pair model naming another trunk,
+                # else the stance trunk the pair model names, on ONNX Runtime, or None
+                got = factory.load(["trunk", "relation"])
+                trunk = got.relation or got.trunk
                 self._models = (comparator, SentenceEncoder(enc_dir), trunk)
             return self._models
 

@@ -191,7 +191,7 @@ class Engine:
         self.stance = StanceScorer(self.model, trunk, searcher)
         # the relation model (a trunk with an inference head) decides evidence verdicts, cited
         # reasons and news relations under its fitted cuts
-        self.relation = trunk if trunk is not None and "nli" in trunk.heads else None
+        self.relation = trunk if trunk is not None and "nli" in trunk.heads else models.relation
         # news relations from the relation model where it has fitted news cuts (an index with
         # news: `comparator` is given), else from the ClaimDiff comparator
         judge = RelationJudge.of(self.relation) if self.comparator is not None else None
@@ -239,9 +239,9 @@ class Engine:
             self.arguing,
         )
         self.pool_reasons = PoolReasons(searcher, self.arguing, cfg.evidence_clusters)
-        self.mining = Mining(
-            searcher,
-            self.relation,
+        self.mining = Mining(  # the argument model decides where it is; it reads the claim's
+            searcher,  # lower states through the trunk (the relation model's own, or the sides')
+            self.relation or trunk,
             MiningDecision.from_manifest(self.model.manifest) if self.relation else None,
             self.decisions,
             self.stance,
@@ -291,7 +291,7 @@ class Engine:
         memory) and the models it names, loaded by the factory as `config` serves them; `news`:
         with the bundle's comparator where it has one."""
         config = config or EngineConfig()
-        want = PAIR_MODELS + (("comparator",) if news else ())
+        want = PAIR_MODELS + (("comparator", "relation") if news else ())
         if not config.argument:
             want = tuple(w for w in want if w != "argument")
         return cls(searcher, factory.load(want, config.serving(), pair), config)
