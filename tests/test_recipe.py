@@ -71,10 +71,12 @@ def test_the_shipped_recipe_orders_its_steps():
         "stance-trunk",
         "relation",
         "argument",
+        "direction",
         "calibrate",
         "unclear",
         "verdict",
         "mining",
+        "sides",
         "comparator",
     ]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
@@ -83,12 +85,49 @@ def test_the_shipped_recipe_orders_its_steps():
     assert trunk.base == relation.base == "all-mpnet-base-v2"
     # the relation model starts from the stance trunk; the decisions are fitted with it
     assert "stance" in relation.reads and "relation" in calibrate.reads
-    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-4:] == [
+    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-5:] == [
         "calibrate",
         "unclear",
         "verdict",
         "mining",
+        "sides",  # the argument model as the sides' trunk, after every decision that reads sides
     ]
+    direction = next(s for s in recipe.steps() if s.name == "direction")
+    assert (
+        direction.writes == "argument"
+        and "argument" in next(s for s in recipe.steps() if s.name == "sides").reads
+    )
     # the mining decision is fitted last among the pair model's, with the relation model's heads
     mining = next(s for s in recipe.steps() if s.name == "mining")
     assert mining.writes == "pair" and "relation" in mining.reads
+
+
+def test_the_direction_step_skips_without_its_data_and_never_trains_twice(
+    tiny_perspectrum, tmp_path
+):
+    """The direction step starts from the argument entry as the argument step leaves it: without
+    the direction pairs it skips itself; on an entry whose last step was a direction step (a
+    changed direction recipe) it refuses, naming the two steps to redo, and trains nothing."""
+    from perspect.core.errors import PerspectError
+
+    step = next(s for s in recipe.steps() if s.name == "direction")
+    logs: list[str] = []
+    missing = recipe.OtherData(direction=tmp_path / "missing")
+    done = recipe.make(tiny_perspectrum, tmp_path, [step], other=missing, log=logs.append)
+    assert not done[0].ran and "no direction pairs" in logs[0]
+
+    data = tmp_path / "direction"
+    data.mkdir()
+    for name in ("train.jsonl", "dev.jsonl"):
+        (data / name).write_text("")
+    full, entry = tmp_path / "trained", tmp_path / "models" / "argument"
+    full.mkdir()
+    (full / "manifest.json").write_text("{}")
+    bundle.pack(full, entry, name="argument", role="argument", base_id="all-mpnet-base-v2",
+                record={})  # fmt: skip
+    recipe.record_step(entry, "argument", "k1", 1.0)
+    recipe.record_step(entry, "direction", "an-older-recipe", 1.0)
+    with pytest.raises(PerspectError, match="earlier direction step") as e:
+        recipe.make(tiny_perspectrum, tmp_path / "models", [step],
+                    other=recipe.OtherData(direction=data), log=logs.append)  # fmt: skip
+    assert "STEPS=argument,direction" in e.value.hint

@@ -306,12 +306,27 @@ def make(
             log(f"{step.name}: would run ({step.task}, profile {step.profile})")
             out.append(Outcome(step.name, False, key))
             continue
+        ran = {o.step for o in out if o.ran}
+        if step.task == "direction" and "argument" not in ran and _directed(folder):
+            # it starts from the argument entry as the argument step leaves it: on top of its own
+            # earlier output it would train twice, which no fresh run reproduces
+            raise PerspectError(
+                f"{folder} holds an earlier direction step's output, not the argument step's",
+                hint="make models STEPS=argument,direction (the direction step starts from the "
+                "argument step's model)",
+            )
         log(f"{step.name}: running ({step.task}, profile {step.profile}) -> {folder}")
         t0 = time.perf_counter()
         _run(step, data, root, folder, base, reporter, log, other)
         record_step(folder, step.name, key, time.perf_counter() - t0)
         out.append(Outcome(step.name, True, key, time.perf_counter() - t0))
     return out
+
+
+def _directed(folder: Path) -> bool:
+    """Whether the entry's last step was a direction step (its weights are that step's)."""
+    done = done_steps(folder)
+    return bool(done) and done[-1].get("step") == "direction"
 
 
 def record_step(folder: Path, name: str, key: str, seconds: float) -> None:
