@@ -41,7 +41,8 @@ def form(runs: list[Path], out: Path, parts: int) -> None:
                 }
                 iid = hashlib.sha1(f"{run}|{ans['claim']}|{i}".encode()).hexdigest()[:10]
                 key[iid] = {"run": run.stem, "claim": ans["claim"], "rank": i,
-                            "side_shown": c["side_label"]}  # fmt: skip
+                            "side_shown": c["side_label"],
+                            "verdict": ev[0]["verdict"] if ev else None}  # fmt: skip
                 items.append({"id": iid, **item})
     random.Random(5).shuffle(items)
     for p in range(parts):
@@ -74,6 +75,9 @@ def tally(key_file: Path, judged: list[Path]) -> dict:
             c["on_topic"] += 1
             c[f"reason:{j['reason']}"] += 1
             c[f"evidence:{j['evidence']}"] += 1
+        if on and k.get("verdict") == "supports":  # the top paragraph shown as backing it
+            c["supports_shown"] += 1
+            c["supports_right"] += j["evidence"] == "backs"
         if on and shown_side:
             c["on_topic_sided"] += 1
             c[f"sided:{j['side']}"] += 1
@@ -102,6 +106,10 @@ def tally(key_file: Path, judged: list[Path]) -> dict:
                 "backs": round(c["evidence:backs"] / max(1, shown_ev), 3),
                 "against": round(c["evidence:against"] / max(1, shown_ev), 3),
                 "irrelevant": round(c["evidence:irrelevant"] / max(1, shown_ev), 3),
+                "supports_verdict_right": round(
+                    c["supports_right"] / max(1, c["supports_shown"]), 3
+                ),
+                "supports_verdicts": c["supports_shown"],
             },
             "raw": dict(sorted(c.items())),
         }
