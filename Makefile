@@ -103,6 +103,9 @@ data: setup
 	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): the demo index has no news"; fi
 
 test: setup
+	@command -v chromium >/dev/null || { echo "test: installing chromium (the page's browser tests)..." \
+	  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "test: chromium not installed: the page's browser tests will be skipped"
 	@echo "test: lint (ruff check)..."
 	@$(BIN)/ruff check .
 	@echo "test: format (ruff format --check)..."

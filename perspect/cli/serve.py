@@ -11,6 +11,12 @@ from perspect.serve.config import ServeConfig
 def cmd_serve(args: argparse.Namespace) -> int:
     from perspect.serve.app import run
 
+    if args.open:  # the page, once the server listens (a browser that is not there: a line)
+        import threading
+        import webbrowser
+
+        url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/"
+        threading.Timer(1.5, lambda: webbrowser.open(url) or print(f"open {url}")).start()
     run(
         ServeConfig(
             index=args.index,
@@ -37,6 +43,7 @@ def register(sub) -> None:
         "serve", help="serve search, compare and news adds over HTTP (JSON API, OpenAPI at /docs)"
     )
     s.add_argument("--index", default="default")
+    s.add_argument("--open", action="store_true", help="open the page (/) in a browser")
     s.add_argument("--host", default=d.host)
     s.add_argument("--port", type=int, default=d.port)
     s.add_argument(

@@ -8,6 +8,11 @@ reader's documents), GET /indexes/{name}/context a mined sentence in its article
 answer carries the index version it read in the `X-Perspect-Index-Version` header: a search pins
 one version from start to end, and one that starts after an add is published reads the new one.
 
+The page (`/`, its files under `/page/`, shipped in the package: no build step, nothing fetched)
+searches through POST /searches, a job it reads the stage of until the answer is there (GET
+/searches/{id}) or the reader cancels it (DELETE), and corrects through
+/indexes/{name}/corrections, the CLI's `perspect correct`.
+
 No `from __future__ import annotations` here: FastAPI reads each route's request model, made for
 this server's limits by `schemas.requests`, from the route's annotations, which must be objects.
 """
@@ -17,13 +22,16 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from pathlib import Path as FilePath
 from typing import Any, Literal
 
 from fastapi import FastAPI, Path, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from perspect import api
-from perspect.core.errors import IndexDamaged
+from perspect.api.examples import EXAMPLE_CLAIMS
+from perspect.core.errors import IndexDamaged, NotInIndex, PerspectError
 from perspect.core.index.config import check_name
 from perspect.serve import errors
 from perspect.serve.config import ENV, ServeConfig
@@ -37,9 +45,19 @@ Every error is one line of JSON, `{{"error": "..."}}` (a 500 adds the `id` it wa
 retriever, 405 a method a path does not take (with `Allow`), 413 a body over {max_body_bytes:,}
 bytes (any route), 422 a field missing, unknown or of the wrong type, 503 the models not loaded
 or the index being written past the wait, 504 past the time budget."""
+PAGE = FilePath(__file__).with_name("page")  # the page's files, package data
+JOB_ID = "^[0-9a-f]{16}$"
 VERSION_HEADER = "X-Perspect-Index-Version"
 WORKER_HEADER = "X-Perspect-Worker"  # the worker process's pid (several with --workers N)
 log = logging.getLogger("perspect.serve")
+
+
+class NoSuchJob(NotInIndex):
+    """An unknown (or expired) search job: 404."""
+
+
+class BadCorrection(PerspectError):
+    """A correction that names neither a side nor a pair: 400."""
 
 
 def create_app(config: ServeConfig) -> FastAPI:
@@ -63,6 +81,75 @@ def create_app(config: ServeConfig) -> FastAPI:
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=config.max_body_bytes)
     app.state.engines = engines
+
+    app.mount("/page", StaticFiles(directory=PAGE), name="page")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        """The page: a claim's answer as two columns, corrections, compare (perspect/serve/page)."""
+        return FileResponse(PAGE / "index.html", media_type="text/html")
+
+    @app.get("/examples", responses=responses())
+    async def examples() -> dict[str, Any]:
+        """The served index and the example claims the page offers."""
+        return {"index": config.index, "examples": list(EXAMPLE_CLAIMS)}
+
+    @app.post("/searches", status_code=202, responses=responses(400, 422, 503))
+    async def start_search(body: req.job) -> dict[str, Any]:
+        """Start a full search as a job (the page's way in): its id at once; GET
+        /searches/{id} says its stage until its answer (`perspect.result/1`) or error is there."""
+        return engines.start_job(body.claim, body.k, body.fast).to_json()
+
+    def job_of(jid: str):
+        job = engines.jobs.get(jid)
+        if job is None:
+            raise NoSuchJob(f"no search job {jid} (finished ones are kept 5 minutes)")
+        return job
+
+    @app.get("/searches/{jid}", responses=responses(404, 422))
+    async def search_job(jid: str = Path(pattern=JOB_ID, description="the job's id")):
+        """A search job: `state` (queued, running, done, failed, cancelled), the `stage` it is
+        at and the `fraction` done; `result` once done, `error` and `status` once failed."""
+        return job_of(jid).to_json()
+
+    @app.delete("/searches/{jid}", responses=responses(404, 422))
+    async def cancel_search(jid: str = Path(pattern=JOB_ID, description="the job's id")):
+        """Cancel a search job: it stops at its next stage (a finished one is left as it is)."""
+        job = job_of(jid)
+        engines.cancel_job(job)
+        return job.to_json()
+
+    @app.get("/indexes/{name}/corrections", responses=responses(400, 404, 422))
+    async def corrections(
+        name: str = Path(pattern=INDEX_NAME, description="the index", examples=[config.index]),
+    ) -> dict[str, Any]:
+        """What readers corrected (`perspect corrections --json`), oldest first."""
+        check_name(name)
+
+        def look() -> dict[str, Any]:
+            with api.Perspect.open(name, home=config.home) as p:
+                return {"index": name, "corrections": [c.to_json() for c in p.corrections()]}
+
+        return await asyncio.to_thread(look)
+
+    @app.post("/indexes/{name}/corrections", responses=responses(400, 404, 422))
+    async def correct(
+        body: req.correction,
+        name: str = Path(pattern=INDEX_NAME, description="the index", examples=[config.index]),
+    ) -> dict[str, Any]:
+        """Put a perspective on a side of a claim (or off-topic), or say two make one point;
+        `undo` takes it back (`perspect correct`). Later searches of that claim apply it."""
+        check_name(name)
+        same = tuple(body.same) if body.same else None
+        if (body.perspective is None or body.side is None) == (same is None):
+            raise BadCorrection("give `perspective` and `side`, or `same` (two ids)")
+
+        def write() -> dict[str, Any]:
+            with api.Perspect.open(name, home=config.home) as p:
+                changed = p.correct(body.claim, body.perspective, body.side, same, body.undo)
+                return {"index": name, "changed": changed}
+
+        return await asyncio.to_thread(write)
 
     @app.get("/health", responses=responses())
     async def health() -> dict[str, Any]:

@@ -5,12 +5,18 @@ A search that arrives while the models load waits for them (within its time budg
 failing; searches run on a small thread pool, at most `concurrent_searches` at once (two cores
 here: more at once only slows each), and one that runs past its budget is cancelled at its next
 stage (the engine's cancel event) and answered 504.
+
+A search can also run as a job (`start_job`, the page's way in): it answers at once with an id,
+and the job says which stage the search is at until it ends (done, failed, cancelled); a reader
+who cancels it stops it at its next stage. Jobs are few and short-lived: at most MAX_JOBS kept,
+finished ones dropped after JOB_KEPT_S.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +30,8 @@ from perspect.serve.config import ServeConfig
 
 log = logging.getLogger("perspect.serve")
 WARM_CLAIM = "animals should have lawful rights"
+MAX_JOBS = 64  # search jobs kept at once (running or finished)
+JOB_KEPT_S = 300.0  # a finished job's answer is kept this long for its page to read
 
 
 class NotReady(PerspectError):
@@ -32,6 +40,10 @@ class NotReady(PerspectError):
 
 class TimedOut(PerspectError):
     """The request ran past its time budget: 504."""
+
+
+class Busy(NotReady):
+    """Too many search jobs at once: 503."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,33 @@ class _Budget(threading.Event):
         return super().is_set() or time.monotonic() > self.deadline
 
 
+@dataclass
+class Job:
+    """One search run as a job: where it is, and how it ended."""
+
+    id: str
+    claim: str
+    started: float
+    state: str = "queued"  # queued, running, done, failed, cancelled
+    stage: str | None = None
+    fraction: float = 0.0
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    status: int | None = None  # the HTTP status its error would have had
+    ended: float | None = None
+    cancel: threading.Event | None = None
+    cancelled: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"id": self.id, "claim": self.claim, "state": self.state, "stage": self.stage,
+               "fraction": round(self.fraction, 3)}  # fmt: skip
+        if self.state == "done":
+            out["result"] = self.result
+        if self.error is not None:
+            out["error"], out["status"] = self.error, self.status
+        return out
+
+
 class _Slot:
     """One engine (default or --fast), loaded by the background thread."""
 
@@ -74,6 +113,8 @@ class Engines:
         self._pool = ThreadPoolExecutor(config.concurrent_searches + 1, "perspect-search")
         self._limit: asyncio.Semaphore | None = None
         self._loads: list[background.Job] = []
+        self.jobs: dict[str, Job] = {}
+        self._tasks: set[asyncio.Task] = set()
 
     def start(self) -> None:
         """Load the engines on a background job (`perspect.core.background`): closing cancels
@@ -176,6 +217,63 @@ class Engines:
             raise TimedOut(
                 f"the search ran past the {self.config.time_budget_s:g} s budget"
             ) from None
+
+    # -- searches as jobs (the page) ----------------------------------------------------------
+    def start_job(self, claim: str, k: int | None, fast: bool) -> Job:
+        """A search run in the background: its job at once, its answer in the job when done."""
+        now = time.monotonic()
+        for jid, j in list(self.jobs.items()):  # finished ones past their keep, oldest first
+            if j.ended is not None and now - j.ended > JOB_KEPT_S:
+                del self.jobs[jid]
+        if sum(j.ended is None for j in self.jobs.values()) >= MAX_JOBS:
+            raise Busy(f"{MAX_JOBS} searches are running already; try again in a moment")
+        while len(self.jobs) >= MAX_JOBS:
+            del self.jobs[next(jid for jid, j in self.jobs.items() if j.ended is not None)]
+        job = Job(secrets.token_hex(8), claim, now)
+        self.jobs[job.id] = job
+        task = asyncio.get_running_loop().create_task(self._run_job(job, k, fast))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return job
+
+    async def _run_job(self, job: Job, k: int | None, fast: bool) -> None:
+        deadline = time.monotonic() + self.config.time_budget_s
+
+        def progress(stage: str, frac: float) -> None:
+            job.stage, job.fraction = stage, frac
+
+        def work(p: Perspect, cancel: threading.Event) -> dict[str, Any]:
+            job.cancel, job.state = cancel, "running"
+            if job.cancelled:
+                cancel.set()
+            return p.search(job.claim, progress=progress, cancel=cancel, k=k).to_json()
+
+        try:
+            job.result = await self.run(fast, work, deadline)
+            job.state = "done"
+        except Cancelled:
+            job.state = "cancelled" if job.cancelled else "failed"
+            if not job.cancelled:
+                job.error, job.status = (
+                    f"the search ran past the {self.config.time_budget_s:g} s budget",
+                    504,
+                )
+        except PerspectError as e:  # the status the same error has on POST /search
+            status = 504 if isinstance(e, TimedOut) else 503 if isinstance(e, NotReady) else 400
+            job.state, job.status = "failed", status
+            job.error = e.message + (f" ({e.hint})" if e.hint else "")
+        except Exception as e:  # one line for the page; the traceback in the log
+            log.exception("search job %s failed", job.id)
+            job.state, job.error, job.status = "failed", f"{type(e).__name__}: {e}", 500
+        finally:
+            job.ended = time.monotonic()
+
+    def cancel_job(self, job: Job) -> None:
+        """Stop the job at its next stage (a finished one stays as it ended)."""
+        if job.ended is None:
+            job.cancelled = True
+            if job.cancel is not None:
+                job.cancel.set()
 
     async def compare(self, a: tuple[str, str], b: tuple[str, str]) -> dict[str, Any]:
         deadline = time.monotonic() + self.config.time_budget_s

@@ -88,6 +88,8 @@ class Requests:
     search: type[BaseModel]
     compare: type[BaseModel]
     news: type[BaseModel]
+    job: type[BaseModel]
+    correction: type[BaseModel]
 
 
 def requests(max_claim_chars: int, max_k: int, max_news_inputs: int) -> Requests:
@@ -140,7 +142,38 @@ def requests(max_claim_chars: int, max_k: int, max_news_inputs: int) -> Requests
             "date, url, text); what cannot be added is one line of the report, not an error",
         )
 
-    return Requests(SearchRequest, CompareRequest, NewsRequest)
+    class JobRequest(_Strict):
+        model_config = ConfigDict(
+            json_schema_extra={"examples": [{"claim": "animals should have lawful rights"}]}
+        )
+        claim: str = SearchRequest.model_fields["claim"]
+        k: Annotated[int, Field(ge=1, le=max_k), BeforeValidator(_whole)] | None = Field(
+            None, description="at most this many clusters"
+        )
+        fast: bool = Field(False, description="int8 cross-encoders, bounded equivalence pairs")
+
+    class CorrectionRequest(_Strict):
+        model_config = ConfigDict(
+            json_schema_extra={
+                "examples": [
+                    {"claim": "Zoos should be closed", "perspective": "123", "side": "oppose"},
+                    {"claim": "Zoos should be closed", "same": ["123", "456"], "undo": True},
+                ]
+            }
+        )
+        claim: str = SearchRequest.model_fields["claim"]
+        perspective: str | None = Field(
+            None, min_length=1, max_length=200, description="a perspective's id (with `side`)"
+        )
+        side: Literal["support", "oppose", "off-topic"] | None = Field(
+            None, description="where the perspective belongs for this claim"
+        )
+        same: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+            None, min_length=2, max_length=2, description="two perspective ids: one point"
+        )
+        undo: bool = Field(False, description="take the correction back")
+
+    return Requests(SearchRequest, CompareRequest, NewsRequest, JobRequest, CorrectionRequest)
 
 
 # The path parameter `name` of an index: the pattern `perspect.core.index.config.check_name` applies

@@ -7,13 +7,9 @@ from textual.binding import Binding
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
-EXAMPLES = [
-    "Animals should have lawful rights",
-    "School uniforms should be compulsory",
-    "Nuclear power is the answer to climate change",
-    "Social media does more harm than good",
-    "The voting age should be lowered to 16",
-]
+from perspect.api.examples import EXAMPLE_CLAIMS
+
+EXAMPLES = list(EXAMPLE_CLAIMS)  # the page suggests the same (perspect.api.examples)
 
 
 class ClaimInput(Input):
