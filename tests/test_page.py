@@ -105,6 +105,10 @@ def test_a_claim_is_answered_in_two_columns(page, site):
     assert page.locator("#support .cluster").count() == support.count()
     timing = page.evaluate("window.perspectTiming")
     assert timing["drawMs"] < 100, timing  # drawn within 100 ms of the reply
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: one column, nothing wider
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    boxes = [page.locator(s).bounding_box() for s in ("#h-support", "#h-oppose")]
+    assert boxes[1]["y"] > boxes[0]["y"]  # Oppose below Support, not beside it
 
 
 def test_a_clusters_reason_is_marked_inside_its_evidence(page, site):
