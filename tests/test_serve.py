@@ -278,3 +278,66 @@ def test_workers_share_the_port_and_a_killed_one_is_replaced(index_home, tiny_pa
         assert got.status_code == 200
         new = _pids_ready(url, 1, exclude=pids)
         assert new and victim not in new
+
+
+def test_a_search_job_reports_its_stage_answers_as_search_and_can_be_cancelled(server):
+    """The page's way in: POST /searches answers at once with a job; GET follows it to `done`
+    with the answer POST /search gives; DELETE of a running job ends it `cancelled`; an unknown
+    id is a 404 (one line)."""
+    url, _ = server
+    wait_ready(url)
+    with httpx.Client(base_url=url, timeout=60) as c:
+        r = c.post("/searches", json={"claim": CLAIM})
+        assert r.status_code == 202, r.text
+        job = r.json()
+        assert job["state"] in ("queued", "running") and len(job["id"]) == 16
+        seen, deadline = set(), time.monotonic() + 120
+        while job["state"] in ("queued", "running") and time.monotonic() < deadline:
+            job = c.get(f"/searches/{job['id']}").json()
+            seen.add(job["stage"])
+            time.sleep(0.02)
+        assert job["state"] == "done", job
+        direct = c.post("/search", json={"claim": CLAIM}).json()
+        ids = [cl["representative"]["id"] for cl in job["result"]["clusters"]]
+        assert ids == [cl["representative"]["id"] for cl in direct["clusters"]]
+        assert seen - {None}, "no stage was ever reported"
+
+        job = c.post("/searches", json={"claim": "Zoos should be closed, as cruel places"}).json()
+        stopped = c.delete(f"/searches/{job['id']}").json()
+        assert stopped["id"] == job["id"]
+        deadline = time.monotonic() + 120
+        while stopped["state"] in ("queued", "running") and time.monotonic() < deadline:
+            stopped = c.get(f"/searches/{job['id']}").json()
+            time.sleep(0.02)
+        assert stopped["state"] in ("cancelled", "done"), stopped  # done: it ended first
+        assert c.post("/searches", json={"claim": " "}).status_code == 400
+        r = c.get("/searches/0123456789abcdef")
+        assert r.status_code == 404 and set(r.json()) == {"error"}
+
+
+def test_corrections_over_http_are_the_clis(server):
+    """POST /indexes/{name}/corrections stores what `perspect correct` stores (GET lists it, a
+    search applies it) and `undo` takes it back; a body naming neither a side nor a pair is a
+    400, an unknown index a 404."""
+    url, _ = server
+    wait_ready(url)
+    with httpx.Client(base_url=url, timeout=60) as c:
+        first = c.post("/search", json={"claim": CLAIM}).json()["clusters"][0]
+        pid = first["representative"]["id"]
+        side = "oppose" if first["stance"] == "support" else "support"
+        r = c.post("/indexes/tiny/corrections", json={"claim": CLAIM, "perspective": pid,
+                                                      "side": side})  # fmt: skip
+        assert r.status_code == 200 and r.json()["changed"], r.text
+        listed = c.get("/indexes/tiny/corrections").json()["corrections"]
+        assert any(x.get("perspective") == pid for x in listed), listed
+        after = c.post("/search", json={"claim": CLAIM}).json()["clusters"]
+        moved = next(cl for cl in after if cl["representative"]["id"] == pid)
+        assert moved["stance"] == side and any(m["corrected"] for m in moved["members"])
+        r = c.post("/indexes/tiny/corrections", json={"claim": CLAIM, "perspective": pid,
+                                                      "side": side, "undo": True})  # fmt: skip
+        assert r.status_code == 200 and r.json()["changed"]
+        assert c.get("/indexes/tiny/corrections").json()["corrections"] == []
+        r = c.post("/indexes/tiny/corrections", json={"claim": CLAIM})
+        assert r.status_code == 400 and "perspective" in r.json()["error"]
+        r = c.post("/indexes/nope/corrections", json={"claim": CLAIM, "same": ["1", "2"]})
+        assert r.status_code == 404 and set(r.json()) == {"error"}
