@@ -10,10 +10,12 @@ import torch
 from torch import nn
 
 from perspect.core.errors import ModelError
+from perspect.reranker import imports
 
 
 def load_encoder(name: str):
-    from transformers import AutoModel, AutoTokenizer
+    with imports.LOCK:
+        from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # the base's unused pooling keys are expected, not news

@@ -15,11 +15,14 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from perspect.reranker import imports
+
 ADAPTER_TARGETS = ["q", "k", "v", "o", "dense"]
 
 
 def load_base(path: str):
-    from transformers import AutoModel, AutoTokenizer
+    with imports.LOCK:
+        from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # the masked-LM keys the base does not use are expected

@@ -29,6 +29,7 @@ from perspect.core import paths
 from perspect.core.errors import ModelError
 from perspect.core.model import bundle, precision
 from perspect.core.model.decision_stack import logit
+from perspect.reranker import imports
 
 FORMAT = "perspect.stancetrunk/1"
 RELATION_FORMAT = "perspect.relation/1"  # the relation model: the same trunk with more heads
@@ -174,7 +175,9 @@ class StanceTrunk:
     @classmethod
     def _load(cls, folder: Path) -> StanceTrunk:
         import torch
-        from peft import PeftModel
+
+        with imports.LOCK:
+            from peft import PeftModel
         from safetensors.torch import load_file
 
         from perspect.reranker import stance_net
