@@ -9,8 +9,9 @@ training row came from), for each scorer in one run:
 - `point-counter` (always against): the share of counters read as against;
 - the neither and rephrase rows apart: the share read as neither (the argument model's argmax),
   and the share of rephrases read as for;
-- over all sided pairs, at the model's shipped side cut (`decisions.argument.side_at`, where the
-  entry has one): the share left unclear and the share of shown sides that are right.
+- over all sided pairs, for the engine's stance decision, at its fitted side cut and unclear
+  margin (as a search shows a cluster: the cut mapped to .5, the margin to a confidence): the
+  share left unclear and the share of shown sides that are right.
 
 Scorers, for `--models` (default models/) and `--baseline` (another bundle folder, e.g. the
 previous main's: `git archive HEAD~1 models | tar -x -C /tmp/prev`, then /tmp/prev/models): its
@@ -169,7 +170,15 @@ def bundle_scorers(name: str, root: Path, rows, cache: list, stance: bool) -> di
         for claim, idx in by.items():
             p[idx] = st(claim, [rows[i]["b"] for i in idx])
         trunk = Path(ms.trunk.origin).name if ms.trunk is not None else "pair head"
-        out[f"{name}: engine stance decision ({trunk})"] = (p, None, None)
+        # shown on a side as a search shows a cluster: past the fitted unclear margin around the
+        # side cut (Decisions.side), mapped to a confidence cut on the side share
+        from perspect.core.model.decisions import Decisions
+
+        d = Decisions.from_manifest(ms.pair.manifest)
+        cut, margin = d.stance_side, d.stance_unclear or 0.0
+        scale = 2 * max(cut, 1 - cut)  # cut -> .5, |p - cut| >= margin <=> shown
+        p, side_at = 0.5 + (p - cut) / scale, 0.5 + margin / scale
+        out[f"{name}: engine stance decision ({trunk})"] = (p, None, side_at)
     return out
 
 
