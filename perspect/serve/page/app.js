@@ -147,6 +147,12 @@ function reasonBlock(c) {
   return box;
 }
 
+function evidenceLine(c) {
+  const ev = c.evidence || [];
+  if (!ev.length) return "Why (no evidence paragraph linked)";
+  return `Why (${ev.filter((e) => e.verdict === "supports").length} of ${ev.length} paragraphs back it)`;
+}
+
 function label(verdict) {
   return verdict === "contradicts" ? "argues against" : verdict;
 }
@@ -191,7 +197,7 @@ function clusterCard(c, where) {
       el("summary", { text: `${others.length} more phrasing${others.length > 1 ? "s" : ""}` }),
       el("ul", {}, others.map((m) => el("li", { text: m.text })))) : null,
     el("details", { class: "evidence", open: true },
-      el("summary", { text: `Why (${(c.evidence || []).filter((e) => e.verdict === "supports").length}/${(c.evidence || []).length} evidence backing)` }),
+      el("summary", { text: evidenceLine(c) }),
       reasonBlock(c)),
     newsFor(c),
     el("div", { class: "actions" },
