@@ -152,7 +152,7 @@ def test_two_articles_are_compared_point_by_point(page, site):
     assert "Agreement" in text and "Dispute" in text
 
 
-def test_an_empty_claim_gets_one_error_line(page, site):
+def test_an_empty_or_oversized_claim_or_unknown_index_gets_one_error_line(page, site):
     page.goto(site + "/")
     page.wait_for_selector("#examples option", state="attached")
     page.fill("#claim", "   ")
@@ -160,6 +160,10 @@ def test_an_empty_claim_gets_one_error_line(page, site):
     err = page.locator("#error")
     err.wait_for(state="visible")
     assert "empty" in err.inner_text() and "\n" not in err.inner_text().strip()
+    page.fill("#claim", "animals " * 200)  # past the server's 1,000 characters: its one line
+    page.press("#claim", "Enter")
+    page.wait_for_function("document.getElementById('error').textContent.includes('longer')")
+    assert "1000 characters" in err.inner_text()
     page.goto(site + "/?index=nope&claim=x")
     err.wait_for(state="visible")
     assert "Unknown index" in err.inner_text()
