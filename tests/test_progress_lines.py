@@ -5,8 +5,10 @@ rich's bars all at once at the end."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
+import time
 
 from perspect.core.presentation.progress_bars import LineReporter, RichReporter
 from tests.conftest import perspect_cmd
@@ -36,21 +38,33 @@ def test_lines_at_start_every_tenth_and_end():
     assert len(lines) == 11
 
 
-def test_a_stage_that_fails_says_so_and_raises():
-    out = io.StringIO()
+def test_a_stage_that_fails_says_so_and_a_quick_one_says_nothing():
+    """A stage that fails after running a while says it stopped; one over within a second (a
+    bad input found at once) prints nothing, so the command's error stays one line."""
+    out, clock = io.StringIO(), Clock()
     try:
-        with LineReporter(out).stage("building", total=10) as adv:
+        with LineReporter(out, clock).stage("building", total=10) as adv:
+            clock.t += 5
             adv(3)
             raise RuntimeError("disk full")
     except RuntimeError:
         pass
-    assert "building: stopped after" in out.getvalue()
-    assert "done" not in out.getvalue()
+    assert "building: stopped after 5 s" in out.getvalue() and "done" not in out.getvalue()
+    quick = io.StringIO()
+    try:
+        with LineReporter(quick).stage("reading documents", total=None):
+            raise FileNotFoundError("nope")
+    except FileNotFoundError:
+        pass
+    with LineReporter(quick).stage("committing", total=None):
+        pass
+    assert quick.getvalue() == ""
 
 
 def test_rich_reporter_writes_lines_where_its_stream_is_no_terminal():
     out = io.StringIO()
     with RichReporter(stream=out) as rep, rep.stage("indexing", total=4) as adv:
+        time.sleep(1.2)  # past the quiet second: it says it started, and that it ended
         adv(4)
     text = out.getvalue()
     assert "indexing: started (4)" in text and "indexing: done, 4" in text
@@ -62,7 +76,8 @@ def test_a_real_build_prints_its_stages_to_a_pipe_as_it_goes(pools, home):
     before the build has ended) and each stage that starts also ends."""
     cmd = [*perspect_cmd(), "index", "build", "--name", "logged", "--home", str(home),
            "--perspectives", str(pools["perspectives"]), "--evidence", str(pools["evidence"])]  # fmt: skip
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    env = {**os.environ, "PERSPECT_PROGRESS_QUIET_S": "0"}  # this build is quicker than a second
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
     first = p.stderr.readline()
     still_running = p.poll() is None
     rest = p.stderr.read()

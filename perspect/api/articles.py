@@ -54,7 +54,7 @@ class Comparer:
                 # sentences) where the bundle has one beside a pair model naming another trunk,
                 # else the stance trunk the pair model names, on ONNX Runtime, or None
                 got = factory.load(["trunk", "relation"])
-                trunk = got.relation or got.trunk
+                trunk = (got.relation or got.trunk) if got.trunk is not None else None
                 self._models = (comparator, SentenceEncoder(enc_dir), trunk)
             return self._models
 

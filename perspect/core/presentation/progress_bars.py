@@ -5,6 +5,7 @@ lines, since rich draws nothing there until the end: each stage says when it sta
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import TextIO
 from perspect.core.progress import Advance
 
 LINE_EVERY_S = 60.0  # a stage of unknown length still says it is alive this often
+QUIET_S = 1.0  # a stage over sooner says nothing (a failing command stays its one error line)
 
 
 class RichReporter:
@@ -77,6 +79,8 @@ class LineReporter:
 
     def __init__(self, stream: TextIO | None = None, clock=time.monotonic):
         self.stream, self.clock, self._lock = stream or sys.stderr, clock, threading.Lock()
+        # $PERSPECT_PROGRESS_QUIET_S: 0 says every stage (a test of a build quicker than it)
+        self.quiet = float(os.environ.get("PERSPECT_PROGRESS_QUIET_S", QUIET_S))
 
     def _say(self, text: str) -> None:
         with self._lock:
@@ -85,9 +89,22 @@ class LineReporter:
 
     @contextmanager
     def stage(self, description: str, total: int | None = None) -> Iterator[Advance]:
+        """A stage that ends (or fails) within QUIET_S says nothing: a bad input stays the
+        one-line error it is; a longer one says it started as soon as it has run that long (or
+        at its first tenth) and says it ended."""
         t0 = self.clock()
-        state = {"done": 0, "tenth": 0, "said": t0}
-        self._say(f"{description}: started" + (f" ({total:,})" if total else ""))
+        state = {"done": 0, "tenth": 0, "said": t0, "started": False}
+        lock = threading.Lock()
+
+        def started() -> None:
+            with lock:
+                if not state["started"]:
+                    state["started"] = True
+                    self._say(f"{description}: started" + (f" ({total:,})" if total else ""))
+
+        timer = threading.Timer(self.quiet, started)
+        timer.daemon = True
+        timer.start()
 
         def advance(n: int) -> None:
             state["done"] += n
@@ -97,19 +114,29 @@ class LineReporter:
                 tenth = min(10, int(10 * done / total))
                 if tenth > state["tenth"] and done < total:
                     state["tenth"], state["said"] = tenth, now
+                    if now - t0 < self.quiet and not state["started"]:
+                        return  # a stage this quick says only that it ended, if it runs long
+                    started()
                     left = (total - done) / rate if rate > 0 else 0.0
                     self._say(f"{description}: {10 * tenth} % {done:,}/{total:,}, "
                               f"{rate:,.1f}/s, {_duration(left)} left")  # fmt: skip
             elif now - state["said"] >= LINE_EVERY_S:
                 state["said"] = now
+                started()
                 self._say(f"{description}: {done:,} so far, {rate:,.1f}/s")
 
         try:
             yield advance
         except BaseException:
-            self._say(f"{description}: stopped after {_duration(self.clock() - t0)}")
+            timer.cancel()
+            if state["started"]:
+                self._say(f"{description}: stopped after {_duration(self.clock() - t0)}")
             raise
+        timer.cancel()
         el = self.clock() - t0
+        if not state["started"] and el < self.quiet:
+            return  # over before anyone would wait for it
+        started()
         done = state["done"] or (total or 0)
         if not done:  # a stage that counts nothing: its length alone
             self._say(f"{description}: done in {_duration(el)}")
