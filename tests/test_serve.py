@@ -318,7 +318,7 @@ def test_a_search_job_reports_its_stage_answers_as_search_and_can_be_cancelled(s
 def test_corrections_over_http_are_the_clis(server):
     """POST /indexes/{name}/corrections stores what `perspect correct` stores (GET lists it, a
     search applies it) and `undo` takes it back; a body naming neither a side nor a pair is a
-    400, an unknown index a 404."""
+    422 (the description says so), an unknown perspective or index a 404."""
     url, _ = server
     wait_ready(url)
     with httpx.Client(base_url=url, timeout=60) as c:
@@ -337,7 +337,10 @@ def test_corrections_over_http_are_the_clis(server):
                                                       "side": side, "undo": True})  # fmt: skip
         assert r.status_code == 200 and r.json()["changed"]
         assert c.get("/indexes/tiny/corrections").json()["corrections"] == []
-        r = c.post("/indexes/tiny/corrections", json={"claim": CLAIM})
-        assert r.status_code == 400 and "perspective" in r.json()["error"]
+        r = c.post("/indexes/tiny/corrections", json={"claim": CLAIM})  # neither a side nor a pair
+        assert r.status_code == 422 and set(r.json()) == {"error"}, r.text
+        r = c.post("/indexes/tiny/corrections", json={"claim": CLAIM, "perspective": "no-such",
+                                                      "side": "oppose"})  # fmt: skip
+        assert r.status_code == 404 and "no perspective" in r.json()["error"]
         r = c.post("/indexes/nope/corrections", json={"claim": CLAIM, "same": ["1", "2"]})
         assert r.status_code == 404 and set(r.json()) == {"error"}

@@ -44,6 +44,7 @@ from perspect.core.errors import (
     IndexBusy,
     IndexDamaged,
     IndexNotFound,
+    NotInIndex,
     PerspectError,
 )
 from perspect.core.index import manifest as mf
@@ -196,7 +197,7 @@ class Perspect:
             store = self._searcher.store("perspectives")
             unknown = [i for i in ids if i not in store.get_many(ids)]
             if unknown:
-                raise PerspectError(
+                raise NotInIndex(
                     f"index {self.name!r} has no perspective {unknown[0]!r}",
                     hint=f'the ids are in: perspect search "{claim}" --index {self.name} --json',
                 )

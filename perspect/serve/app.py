@@ -31,7 +31,7 @@ from fastapi.staticfiles import StaticFiles
 
 from perspect import api
 from perspect.api.examples import EXAMPLE_CLAIMS
-from perspect.core.errors import IndexDamaged, NotInIndex, PerspectError
+from perspect.core.errors import IndexDamaged, NotInIndex
 from perspect.core.index.config import check_name
 from perspect.serve import errors
 from perspect.serve.config import ENV, ServeConfig
@@ -54,10 +54,6 @@ log = logging.getLogger("perspect.serve")
 
 class NoSuchJob(NotInIndex):
     """An unknown (or expired) search job: 404."""
-
-
-class BadCorrection(PerspectError):
-    """A correction that names neither a side nor a pair: 400."""
 
 
 def create_app(config: ServeConfig) -> FastAPI:
@@ -106,13 +102,13 @@ def create_app(config: ServeConfig) -> FastAPI:
             raise NoSuchJob(f"no search job {jid} (finished ones are kept 5 minutes)")
         return job
 
-    @app.get("/searches/{jid}", responses=responses(404, 422))
+    @app.get("/searches/{jid}", responses=responses(400, 404, 422))
     async def search_job(jid: str = Path(pattern=JOB_ID, description="the job's id")):
         """A search job: `state` (queued, running, done, failed, cancelled), the `stage` it is
         at and the `fraction` done; `result` once done, `error` and `status` once failed."""
         return job_of(jid).to_json()
 
-    @app.delete("/searches/{jid}", responses=responses(404, 422))
+    @app.delete("/searches/{jid}", responses=responses(400, 404, 422))
     async def cancel_search(jid: str = Path(pattern=JOB_ID, description="the job's id")):
         """Cancel a search job: it stops at its next stage (a finished one is left as it is)."""
         job = job_of(jid)
@@ -140,13 +136,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         """Put a perspective on a side of a claim (or off-topic), or say two make one point;
         `undo` takes it back (`perspect correct`). Later searches of that claim apply it."""
         check_name(name)
-        same = tuple(body.same) if body.same else None
-        if (body.perspective is None or body.side is None) == (same is None):
-            raise BadCorrection("give `perspective` and `side`, or `same` (two ids)")
+        same = tuple(body.same) if hasattr(body, "same") else None
+        perspective, side = getattr(body, "perspective", None), getattr(body, "side", None)
 
         def write() -> dict[str, Any]:
             with api.Perspect.open(name, home=config.home) as p:
-                changed = p.correct(body.claim, body.perspective, body.side, same, body.undo)
+                changed = p.correct(body.claim, perspective, side, same, body.undo)
                 return {"index": name, "changed": changed}
 
         return await asyncio.to_thread(write)

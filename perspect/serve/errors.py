@@ -123,6 +123,19 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
     return 422, f"{where(first)}: {first.get('msg', 'invalid')}{more}"
 
 
+def _allowed(request: Request) -> list[str]:
+    """The methods of every route whose path matches the request's: a path served by two routes
+    (GET and POST of /indexes/{name}/corrections) answers a 405 naming both."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        got, _ = route.matches({**request.scope, "method": "\x00"})
+        if got != Match.NONE and getattr(route, "methods", None):
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
@@ -135,6 +148,9 @@ def install(app: FastAPI) -> None:
             msg = f"no route {request.method} {request.url.path}"
         headers = dict(exc.headers or {})  # a 405's Allow: the methods the path takes
         if exc.status_code == 405:
+            allowed = _allowed(request)  # every route of the path, not only the first one
+            if allowed:
+                headers["Allow"] = ", ".join(allowed)
             msg = f"{request.method} is not allowed on {request.url.path}"
             if headers.get("Allow"):
                 msg += f" (allowed: {headers['Allow']})"

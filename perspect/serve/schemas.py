@@ -89,7 +89,7 @@ class Requests:
     compare: type[BaseModel]
     news: type[BaseModel]
     job: type[BaseModel]
-    correction: type[BaseModel]
+    correction: Any  # a side or a pair: SideCorrection | SameCorrection
 
 
 def requests(max_claim_chars: int, max_k: int, max_news_inputs: int) -> Requests:
@@ -152,28 +152,38 @@ def requests(max_claim_chars: int, max_k: int, max_news_inputs: int) -> Requests
         )
         fast: bool = Field(False, description="int8 cross-encoders, bounded equivalence pairs")
 
-    class CorrectionRequest(_Strict):
+    class SideCorrection(_Strict):
+        """A perspective put on a side of a claim (or off-topic)."""
+
         model_config = ConfigDict(
             json_schema_extra={
                 "examples": [
-                    {"claim": "Zoos should be closed", "perspective": "123", "side": "oppose"},
-                    {"claim": "Zoos should be closed", "same": ["123", "456"], "undo": True},
+                    {"claim": "Zoos should be closed", "perspective": "123", "side": "oppose"}
                 ]
             }
         )
         claim: str = SearchRequest.model_fields["claim"]
-        perspective: str | None = Field(
-            None, min_length=1, max_length=200, description="a perspective's id (with `side`)"
-        )
-        side: Literal["support", "oppose", "off-topic"] | None = Field(
-            None, description="where the perspective belongs for this claim"
-        )
-        same: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
-            None, min_length=2, max_length=2, description="two perspective ids: one point"
+        perspective: str = Field(min_length=1, max_length=200, description="a perspective's id")
+        side: Literal["support", "oppose", "off-topic"] = Field(
+            description="where the perspective belongs for this claim"
         )
         undo: bool = Field(False, description="take the correction back")
 
-    return Requests(SearchRequest, CompareRequest, NewsRequest, JobRequest, CorrectionRequest)
+    class SameCorrection(_Strict):
+        """Two perspectives that make one point, for a claim."""
+
+        model_config = ConfigDict(
+            json_schema_extra={"examples": [{"claim": "Zoos should be closed", "same": ["1", "2"]}]}
+        )
+        claim: str = SearchRequest.model_fields["claim"]
+        same: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+            min_length=2, max_length=2, description="two perspective ids: one point"
+        )
+        undo: bool = Field(False, description="take the correction back")
+
+    return Requests(
+        SearchRequest, CompareRequest, NewsRequest, JobRequest, SideCorrection | SameCorrection
+    )
 
 
 # The path parameter `name` of an index: the pattern `perspect.core.index.config.check_name` applies
