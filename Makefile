@@ -87,9 +87,12 @@ demo: setup data
 STANCE_ROUNDS ?= 3
 STEPS ?=
 COLBERT ?= 1
+# DIRECTION=1 adds the direction and sides steps (issue 61: not in the shipped bundle yet).
+DIRECTION ?= 0
 models: setup data
 	$(BIN)/perspect models make --data data/perspectrum --stance-rounds $(STANCE_ROUNDS) \
-	  $(if $(STEPS),--steps $(STEPS)) $(if $(filter 1,$(COLBERT)),,--no-colbert)
+	  $(if $(STEPS),--steps $(STEPS)) $(if $(filter 1,$(COLBERT)),,--no-colbert) \
+	  $(if $(filter 1,$(DIRECTION)),--direction)
 	$(BIN)/perspect models verify
 
 data: setup

@@ -12,8 +12,9 @@ from .conftest import PERSPECTIVES, perspect_cmd, run_cli, write_json
 run = run_cli
 
 
-def test_build_search_status_add_delete(pools, home, tmp_path):
+def test_build_search_status_add_delete(pools, home, tmp_path, monkeypatch):
     h = ("--home", str(home))
+    monkeypatch.setenv("PERSPECT_PROGRESS_QUIET_S", "0")  # every stage of this quick build says so
     r = run(
         "index",
         "build",

@@ -71,32 +71,31 @@ def test_the_shipped_recipe_orders_its_steps():
         "stance-trunk",
         "relation",
         "argument",
-        "direction",
         "calibrate",
         "unclear",
         "verdict",
         "mining",
-        "sides",
         "comparator",
     ]
+    with_direction = [s.name for s in recipe.steps(stance_rounds=2, direction=True)]
+    assert with_direction[with_direction.index("argument") + 1] == "direction"
+    assert with_direction[-2:] == ["sides", "comparator"]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
     relation = next(s for s in recipe.steps() if s.name == "relation")
     calibrate = next(s for s in recipe.steps() if s.name == "calibrate")
     assert trunk.base == relation.base == "all-mpnet-base-v2"
     # the relation model starts from the stance trunk; the decisions are fitted with it
     assert "stance" in relation.reads and "relation" in calibrate.reads
-    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-5:] == [
+    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-4:] == [
         "calibrate",
         "unclear",
         "verdict",
         "mining",
-        "sides",  # the argument model as the sides' trunk, after every decision that reads sides
     ]
-    direction = next(s for s in recipe.steps() if s.name == "direction")
-    assert (
-        direction.writes == "argument"
-        and "argument" in next(s for s in recipe.steps() if s.name == "sides").reads
-    )
+    full = recipe.steps(colbert=False, comparator=False, direction=True)
+    assert full[-1].name == "sides"  # after every decision that reads sides
+    direction = next(s for s in full if s.name == "direction")
+    assert direction.writes == "argument" and "argument" in full[-1].reads
     # the mining decision is fitted last among the pair model's, with the relation model's heads
     mining = next(s for s in recipe.steps() if s.name == "mining")
     assert mining.writes == "pair" and "relation" in mining.reads
@@ -110,7 +109,7 @@ def test_the_direction_step_skips_without_its_data_and_never_trains_twice(
     changed direction recipe) it refuses, naming the two steps to redo, and trains nothing."""
     from perspect.core.errors import PerspectError
 
-    step = next(s for s in recipe.steps() if s.name == "direction")
+    step = next(s for s in recipe.steps(direction=True) if s.name == "direction")
     logs: list[str] = []
     missing = recipe.OtherData(direction=tmp_path / "missing")
     done = recipe.make(tiny_perspectrum, tmp_path, [step], other=missing, log=logs.append)

@@ -68,12 +68,13 @@ def make_models(
     log: Callable[[str], None] = print,
     corrections: str | None = None,
     home: str | Path | None = None,
+    direction: bool = False,
 ) -> list[recipe.Outcome]:
     """`make models`: every bundle step whose inputs changed (or that never ran), in order.
     `corrections`: an index whose readers' corrections the pair model trains on too."""
     from perspect.lab import recipe
 
-    steps = recipe.steps(stance_rounds, colbert, comparator)
+    steps = recipe.steps(stance_rounds, colbert, comparator, direction)
     other = recipe.OtherData(Path(claimdiff)) if claimdiff else recipe.OtherData()
     if vitaminc:
         other = replace(other, vitaminc=Path(vitaminc))

@@ -35,6 +35,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 dry_run=args.dry_run,
                 corrections=args.corrections,
                 home=args.home,
+                direction=args.direction,
                 reporter=rep,
                 log=lambda msg: console(stderr=True).print(literal(msg)),
             )
@@ -111,6 +112,9 @@ def register(sub) -> None:
     mo.add_argument("--steps", help="make: only these steps (comma-separated; default: all)")
     mo.add_argument("--stance-rounds", type=int, default=3, help="make: stance rounds (continue)")
     mo.add_argument("--no-colbert", action="store_true", help="make: leave ColBERT out")
+    mo.add_argument("--direction", action="store_true",
+                    help="make: with the direction and sides steps (the argument model trained "
+                    "for direction as the sides' trunk; not in the shipped bundle yet)")  # fmt: skip
     mo.add_argument("--no-kernels", action="store_true",
                     help="prepare: leave PLAID's kernels to the index build (which compiles "
                     "them beside its encoders)")  # fmt: skip

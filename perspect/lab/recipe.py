@@ -43,9 +43,10 @@ class Step:
 
 
 def steps(
-    stance_rounds: int = 3, colbert: bool = True, comparator: bool = True
+    stance_rounds: int = 3, colbert: bool = True, comparator: bool = True, direction: bool = False
 ) -> tuple[Step, ...]:
-    """The shipped recipe. The equivalence cross-encoder and ColBERT need no other model; the
+    """The shipped recipe (`direction`: with the direction and sides steps of issue 61, which the
+    shipped bundle does not hold yet: `make models DIRECTION=1`, bench/RESULTS.md "Direction"). The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
     every decision on an index of the bundle's own retrievers. The ClaimDiff comparator trains
     on its own data and the inference pairs (the joint reader), last."""
@@ -86,10 +87,11 @@ def steps(
     # direction (issue 61): the argument model trained again, from itself, on pairs in which B
     # argues for or against A at every level of a debate, denials with a consistency term, and
     # a replay of its rows; its cuts checked on the direction data's dev debates
-    out.append(
-        Step("direction", "direction", "argument", base=paths.PACKAGED_MPNET,
-             options=dict(DIRECTION_OPTIONS))
-    )  # fmt: skip
+    if direction:
+        out.append(
+            Step("direction", "direction", "argument", base=paths.PACKAGED_MPNET,
+                 options=dict(DIRECTION_OPTIONS))
+        )  # fmt: skip
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "relation")
     # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
     # rev 2: the trunk is the relation model's
@@ -106,7 +108,8 @@ def steps(
     out.append(Step("mining", "mining", "pair", reads=reads, rev=3))
     # one trunk for the sides (issue 62): the argument model becomes the pair model's stance
     # trunk, its stack, second-reading weight and unclear margin fitted on the tune claims
-    out.append(Step("sides", "sides", "pair", reads=("argument",)))
+    if direction:
+        out.append(Step("sides", "sides", "pair", reads=("argument",)))
     if comparator:  # rev 1: the joint reader (an inference head beside ClaimDiff, issue 41)
         out.append(Step("comparator", "claimdiff", "comparator", rev=1))
     return tuple(out)
