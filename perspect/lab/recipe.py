@@ -315,7 +315,7 @@ def make(
             # earlier output it would train twice, which no fresh run reproduces
             raise PerspectError(
                 f"{folder} holds an earlier direction step's output, not the argument step's",
-                hint="make models STEPS=argument,direction (the direction step starts from the "
+                hint="make models DIRECTION=1 STEPS=argument,direction (the direction step starts from the "
                 "argument step's model)",
             )
         log(f"{step.name}: running ({step.task}, profile {step.profile}) -> {folder}")
