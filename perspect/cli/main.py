@@ -65,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     # these variables when imported, which the commands do lazily, after this line.
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # a usage error (argparse said it on stderr) or --help: its code
+        return e.code if isinstance(e.code, int) else 2
     _pipe_errors_reach_main()
     if sys.stdout is None:  # `perspect ... >&-`: say so before doing any work
         print("error: standard output is closed; nothing could be printed", file=sys.stderr)
