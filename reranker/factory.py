@@ -192,23 +192,29 @@ def _argument(pair: PairModel | None, entry: Path | None, serving: Serving):
     """The argument model of the pair model's bundle (the entry beside it), or `entry`'s; None
     where there is none (a pair model trained elsewhere answers as before). Its top graph in
     int8 where `serving` asks for int8."""
-    if entry is None and pair is not None and getattr(pair, "origin", None) is None:
-        return None  # a pair model in training: answers as the model it is
-    home = Path(pair.origin).parent if pair is not None else paths.models_dir()
-    folder = entry or home / "argument"
-    if entry is None and not (bundle.is_bundle(folder) or (folder / "manifest.json").is_file()):
+    folder = _beside(pair, entry, "argument")
+    if folder is None:
         return None
     return ArgumentModel.load(folder, serving=serving.onnx, int8=serving.int8 and serving.onnx)
+
+
+def _beside(pair: PairModel | None, entry: Path | None, name: str) -> Path | None:
+    """`entry`, else the bundle entry `name` beside the pair model (the bundle's, without one);
+    None where there is none, or for a pair model in training (it answers as the model it is)."""
+    if entry is not None:
+        return entry
+    if pair is not None and getattr(pair, "origin", None) is None:
+        return None
+    home = Path(pair.origin).parent if pair is not None else paths.models_dir()
+    folder = home / name
+    return folder if bundle.is_bundle(folder) or (folder / "manifest.json").is_file() else None
 
 
 def _relation(pair: PairModel | None, entry: Path | None, serving: Serving):
     """The relation entry beside the pair model (or `entry`) where the trunk the pair model names
     is not it (that trunk then serves as the relation model itself: None here)."""
-    if pair is not None and getattr(pair, "origin", None) is None:
-        return None
-    home = Path(pair.origin).parent if pair is not None else paths.models_dir()
-    folder = entry or home / "relation"
-    if entry is None and not bundle.is_bundle(folder):
+    folder = _beside(pair, entry, "relation")
+    if folder is None:
         return None
     if pair is not None and "stance_trunk" in pair.manifest:
         named = stance_trunk.path_for(pair.manifest, pair.origin)

@@ -111,15 +111,7 @@ class StanceTrunk:
         the graphs made before, else PyTorch (nothing written into `folder`)."""
         folder = Path(folder).resolve()
         man = folder / MANIFEST
-        # resolved: the pair model names its trunk as "../argument", the engine's argument model is
-        # "models/argument"; one instance serves both (and its memo of judged pairs)
-        key = (
-            str(Path(folder).resolve()),
-            man.stat().st_mtime if man.is_file() else 0.0,
-            serving,
-            int8,
-            export,
-        )
+        key = (str(folder), man.stat().st_mtime if man.is_file() else 0.0, serving, int8, export)
         with _LOCK:
             if key not in _LOADED:
                 got = cls._serving(folder, int8) if serving else None
@@ -308,7 +300,14 @@ class StanceTrunk:
         (the top graph gives every head's logits): what `pairs` gives per head. A pair judged
         lately (the same states) is read from the trunk's memo instead of passed again."""
         n_cols = sum(self.heads.values())
-        keys = [(_digest(x), _digest(y)) for x, y in zip(a, b, strict=True)]
+        seen: dict[int, bytes] = {}  # a search's claim is one array repeated: hashed once
+
+        def digest(x: np.ndarray) -> bytes:
+            if id(x) not in seen:
+                seen[id(x)] = _digest(x)
+            return seen[id(x)]
+
+        keys = [(digest(x), digest(y)) for x, y in zip(a, b, strict=True)]
         logits = np.zeros((len(keys), n_cols))
         with self._pairs_lock:
             known = {i: self._pairs[k] for i, k in enumerate(keys) if k in self._pairs}

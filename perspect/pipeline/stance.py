@@ -94,8 +94,12 @@ class StanceScorer:
         closed" read as "Zoos are good", the other way round) at the fitted weight; `p` where the
         claim has none or the bundle fitted no weight. Then, where the bundle fitted a weight for
         it, with the claim's negation read the other way round (`negated`)."""
-        p = self.negated(claim, texts, states, self._valence(claim, texts, states, p))
-        return p
+        second = self.second_reading(claim)
+        if second is not None:
+            q = self._reading(second.text, texts, states)
+            w = stance_trunk.valence_weight(self.model.manifest)
+            p = (1 - w) * p + w * (q if second.sign > 0 else 1 - q)
+        return self.negated(claim, texts, states, p)
 
     def negated(
         self,
@@ -112,32 +116,17 @@ class StanceScorer:
         w = stance_trunk.negation_weight(self.model.manifest) if self.trunk is not None else 0.0
         if w <= 0 or not len(texts):
             return p
-        states = self.states(texts) if states is None else states
-        denial = negate(claim)
-        head = self.head(denial, texts) if stance_trunk.stacks_head(self.model.manifest) else None
-        q = stance_trunk.calibrated(self.model.manifest, self.trunk.support(denial, states), head)
-        return (1 - w) * p + w * (1 - q)
+        return (1 - w) * p + w * (1 - self._reading(negate(claim), texts, states))
 
-    def _valence(
-        self,
-        claim: str,
-        texts: Sequence[str],
-        states: Sequence[np.ndarray] | None,
-        p: np.ndarray,
+    def _reading(
+        self, text: str, texts: Sequence[str], states: Sequence[np.ndarray] | None
     ) -> np.ndarray:
-        second = self.second_reading(claim)
-        if second is None:
-            return p
-        if states is None:
-            states = self.states(texts)
-        head = None
-        if stance_trunk.stacks_head(self.model.manifest):
-            head = self.head(second.text, texts)
-        q = stance_trunk.calibrated(
-            self.model.manifest, self.trunk.support(second.text, states), head
-        )
-        w = stance_trunk.valence_weight(self.model.manifest)
-        return (1 - w) * p + w * (q if second.sign > 0 else 1 - q)
+        """The fitted decision's P(support) of `texts` for another reading `text` of the claim
+        (its second reading, its negation): the trunk over their states, stacked with the pair
+        head where the decision reads it."""
+        states = self.states(texts) if states is None else states
+        head = self.head(text, texts) if stance_trunk.stacks_head(self.model.manifest) else None
+        return stance_trunk.calibrated(self.model.manifest, self.trunk.support(text, states), head)
 
     def head(self, claim: str, texts: Sequence[str]) -> np.ndarray:
         """The pair model's stance head: P(support) as its own calibration gives it."""
