@@ -25,7 +25,14 @@ from typing import Any
 
 from perspect.api import MODEL_LOADS, Comparer, Perspect
 from perspect.core import background
-from perspect.core.errors import Cancelled, PerspectError
+from perspect.core.errors import (
+    Cancelled,
+    IndexBusy,
+    IndexNotFound,
+    ModelError,
+    NotInIndex,
+    PerspectError,
+)
 from perspect.serve.config import ServeConfig
 
 log = logging.getLogger("perspect.serve")
@@ -44,6 +51,18 @@ class TimedOut(PerspectError):
 
 class Busy(NotReady):
     """Too many search jobs at once: 503."""
+
+
+def status_of(exc: PerspectError) -> int:
+    """The HTTP status of an error the user can fix: the one mapping every route and every
+    search job answers with (perspect.serve.errors)."""
+    if isinstance(exc, IndexNotFound | NotInIndex):
+        return 404
+    if isinstance(exc, IndexBusy | NotReady | ModelError):
+        return 503
+    if isinstance(exc, TimedOut | Cancelled):
+        return 504
+    return 400
 
 
 @dataclass(frozen=True)
@@ -259,9 +278,8 @@ class Engines:
                     504,
                 )
         except PerspectError as e:  # the status the same error has on POST /search
-            status = 504 if isinstance(e, TimedOut) else 503 if isinstance(e, NotReady) else 400
-            job.state, job.status = "failed", status
-            job.error = e.message + (f" ({e.hint})" if e.hint else "")
+            job.state, job.status = "failed", status_of(e)
+            job.error = e.message + (f" ({e.hint})" if e.hint and job.status != 404 else "")
         except Exception as e:  # one line for the page; the traceback in the log
             log.exception("search job %s failed", job.id)
             job.state, job.error, job.status = "failed", f"{type(e).__name__}: {e}", 500

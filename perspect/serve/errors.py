@@ -16,14 +16,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from perspect.core.errors import (
-    Cancelled,
-    IndexBusy,
-    IndexNotFound,
-    ModelError,
-    NotInIndex,
     PerspectError,
 )
-from perspect.serve.engines import NotReady, TimedOut
+from perspect.serve.engines import status_of
 from perspect.serve.schemas import VALUE_ERRORS, bad_value
 
 log = logging.getLogger("perspect.serve")
@@ -160,13 +155,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(PerspectError)
     async def perspect(request: Request, exc: PerspectError):
-        status = 400
-        if isinstance(exc, IndexNotFound | NotInIndex):
-            status = 404
-        elif isinstance(exc, IndexBusy | NotReady | ModelError):
-            status = 503
-        elif isinstance(exc, TimedOut | Cancelled):
-            status = 504
+        status = status_of(exc)
         text = exc.message + (f" ({exc.hint})" if exc.hint and status != 404 else "")
         return error(status, text)
 
