@@ -87,12 +87,13 @@ demo: setup data
 STANCE_ROUNDS ?= 3
 STEPS ?=
 COLBERT ?= 1
-# DIRECTION=1 adds the direction and sides steps (issue 61: not in the shipped bundle yet).
-DIRECTION ?= 0
+# DIRECTION=0 leaves out the direction and sides steps (issue 61: the argument model trained for
+# direction, as the sides' one trunk).
+DIRECTION ?= 1
 models: setup data
 	$(BIN)/perspect models make --data data/perspectrum --stance-rounds $(STANCE_ROUNDS) \
 	  $(if $(STEPS),--steps $(STEPS)) $(if $(filter 1,$(COLBERT)),,--no-colbert) \
-	  $(if $(filter 1,$(DIRECTION)),--direction)
+	  $(if $(filter 1,$(DIRECTION)),,--no-direction)
 	$(BIN)/perspect models verify
 
 data: setup

@@ -150,11 +150,14 @@ def mine(home):
         yield p
 
 
-def test_every_document_sentence_has_the_relation_models_states(mine):
+def test_every_document_sentence_has_the_mining_models_states(mine):
+    """Stored under the key of the model mining reads them with (the relation model's, or the
+    sides' one trunk where the bundle has no relation model of its own for an index without news),
+    so a search reads them instead of computing them."""
     states = mine._searcher.stance_states("documents")
     n = sum(len(sents) for *_, sents in ARTICLES)
     assert states is not None and states.count() == n == mine.pools["documents"]
-    assert states.key == mine.engine().relation.states_key
+    assert states.key == mine.engine().mining.trunk.states_key
     assert mine.manifest["stance_states_documents"]["count"] == n
 
 

@@ -23,9 +23,12 @@ pytestmark = pytest.mark.skipif(
     reason="no models/argument or models/pair in this checkout",
 )
 
+# (The wording before the direction-trained model, "Only a being that can understand and accept
+# moral duties can claim rights in return, and no animal can make or keep a promise.", it reads
+# at P(for) .59 for "Animals cannot take on duties, so they cannot hold rights": under its cut.)
 FOR_DUTIES = (
-    "Only a being that can understand and accept moral duties can claim rights in return, "
-    "and no animal can make or keep a promise."
+    "Since animals cannot understand or carry out any obligation, it makes no sense to give "
+    "them rights."
 )
 AGAINST_DUTIES = (
     "Babies bear no duties at all, yet nobody doubts that they hold rights, so the same must "

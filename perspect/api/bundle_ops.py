@@ -68,7 +68,7 @@ def make_models(
     log: Callable[[str], None] = print,
     corrections: str | None = None,
     home: str | Path | None = None,
-    direction: bool = False,
+    direction: bool = True,
 ) -> list[recipe.Outcome]:
     """`make models`: every bundle step whose inputs changed (or that never ran), in order.
     `corrections`: an index whose readers' corrections the pair model trains on too."""

@@ -112,9 +112,9 @@ def register(sub) -> None:
     mo.add_argument("--steps", help="make: only these steps (comma-separated; default: all)")
     mo.add_argument("--stance-rounds", type=int, default=3, help="make: stance rounds (continue)")
     mo.add_argument("--no-colbert", action="store_true", help="make: leave ColBERT out")
-    mo.add_argument("--direction", action="store_true",
-                    help="make: with the direction and sides steps (the argument model trained "
-                    "for direction as the sides' trunk; not in the shipped bundle yet)")  # fmt: skip
+    mo.add_argument("--no-direction", dest="direction", action="store_false",
+                    help="make: without the direction and sides steps (the argument model "
+                    "trained for direction as the sides' trunk), as bundles before issue 61")  # fmt: skip
     mo.add_argument("--no-kernels", action="store_true",
                     help="prepare: leave PLAID's kernels to the index build (which compiles "
                     "them beside its encoders)")  # fmt: skip

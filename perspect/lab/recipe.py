@@ -43,10 +43,10 @@ class Step:
 
 
 def steps(
-    stance_rounds: int = 3, colbert: bool = True, comparator: bool = True, direction: bool = False
+    stance_rounds: int = 3, colbert: bool = True, comparator: bool = True, direction: bool = True
 ) -> tuple[Step, ...]:
-    """The shipped recipe (`direction`: with the direction and sides steps of issue 61, which the
-    shipped bundle does not hold yet: `make models DIRECTION=1`, bench/RESULTS.md "Direction"). The equivalence cross-encoder and ColBERT need no other model; the
+    """The shipped recipe (`direction`: with the direction and sides steps of issue 61; without
+    them, `make models DIRECTION=0`, the bundle before it: bench/RESULTS.md "Direction"). The equivalence cross-encoder and ColBERT need no other model; the
     pair model mines its negatives and fits its stacks over the dense vectors; calibration re-fits
     every decision on an index of the bundle's own retrievers. The ClaimDiff comparator trains
     on its own data and the inference pairs (the joint reader), last."""
@@ -315,7 +315,7 @@ def make(
             # earlier output it would train twice, which no fresh run reproduces
             raise PerspectError(
                 f"{folder} holds an earlier direction step's output, not the argument step's",
-                hint="make models DIRECTION=1 STEPS=argument,direction (the direction step starts from the "
+                hint="make models STEPS=argument,direction (the direction step starts from the "
                 "argument step's model)",
             )
         log(f"{step.name}: running ({step.task}, profile {step.profile}) -> {folder}")

@@ -32,6 +32,7 @@ from perspect.core.types import ARTICLE_POOLS, Hit, Query
 from perspect.pipeline import stance
 from perspect.pipeline.clusters import Clusters, complete_link
 from perspect.pipeline.cues import cues
+from perspect.reranker import stance_trunk
 from perspect.reranker.argument import NEITHER, side_share
 from perspect.retriever.searcher import Searcher
 
@@ -181,7 +182,7 @@ class Mining:
             claim = self.trunk.claim_lower(query.text)
             p = self.arguing.model.judge([claim] * len(cands), states)
             argument = 1.0 - p[:, NEITHER]
-            return Judged(tuple(cands), {}, argument, side_share(p))
+            return Judged(tuple(cands), {}, argument, self._share(query.text, p, states))
         assert self.decision is not None
         heads, feats = self.read(query, cands, states)
         argument = self.decision.argument.prob(feats)
@@ -196,6 +197,22 @@ class Mining:
             [states[i] for i in shown],
         )
         return Judged(tuple(cands), feats, argument, support)
+
+    def _share(self, claim: str, p: np.ndarray, states: Sequence[np.ndarray]) -> np.ndarray:
+        """The for-share of each candidate, averaged with its for-share of the claim's second
+        reading (the other way round where its sign says so) at the weight the sides were fitted
+        with (pipeline.stance, `with_valence`): read against "Zoos should be closed" alone, the
+        direction-trained model gives the zoo articles' sentences shares of .41-.60 whichever
+        way they argue; against "Zoos are good" too, .23-.26 for those that defend zoos and .76
+        for captivity's stress (bench/sources/, tests/test_mining.py)."""
+        share = side_share(p)
+        second = self.side.second_reading(claim) if self.side is not None else None
+        if second is None or not len(p):
+            return share
+        lower = self.trunk.claim_lower(second.text)
+        q = side_share(self.arguing.model.judge([lower] * len(p), states))
+        w = stance_trunk.valence_weight(self.side.model.manifest)
+        return (1 - w) * share + w * (q if second.sign > 0 else 1 - q)
 
     def states(self, cands: Sequence[Candidate]) -> list[np.ndarray]:
         """Each candidate's lower states: stored with the documents, else computed (kept for
@@ -291,8 +308,24 @@ class Mining:
             for ci, c in enumerate(open_)
         ]
         out += list(clusters[self.join :])
-        out += [self._cluster(ms) for ms in alone.values()]
+        own = [self._cluster(ms) for ms in alone.values()]
+        if self.arguing is not None:
+            own = [c for c in map(self._sided, own) if c is not None]
+        out += own
         return sorted(out, key=lambda c: -c.score)
+
+    def _sided(self, c: PerspectiveCluster) -> PerspectiveCluster | None:
+        """A cluster of mined arguments alone, shown on the side it argues, else only its
+        phrasings that each clear the side cut on the side it leans to, else not at all: the
+        model that found them arguments cannot say for what, and a reader cannot use that (the
+        zoo articles' reports clear the argument cut and none clears the side cut; three
+        phrasings of "zoos save species" merge at a mean share of .36, two of them at .23-.26)."""
+        if c.stance != stance.UNCLEAR:
+            return c
+        at = self.arguing.cuts.mine_side_at
+        keep = [m for m in c.members if (m.support >= at if c.leans == "support"
+                                         else m.support <= 1 - at)]  # fmt: skip
+        return self._cluster(keep) if keep else None
 
     def _cluster(
         self, ms: list[Member], was: PerspectiveCluster | None = None

@@ -488,7 +488,10 @@ def compress(full: Path, rank: int = SHIPPED_RANK) -> dict:
 
     cfg_path = full / "adapter" / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
-    if int(cfg["r"]) <= rank:
+    if int(cfg["r"]) <= rank:  # already that small (trained from a shipped model): float16 only
+        f = full / "adapter" / "adapter_model.safetensors"
+        w = load_file(str(f))
+        save_file({k: v.to(torch.float16).contiguous() for k, v in w.items()}, str(f))
         return {"rank": int(cfg["r"]), "kept": 1.0}
     scale = float(cfg["lora_alpha"]) / float(cfg["r"])
     w = load_file(str(full / "adapter" / "adapter_model.safetensors"))
