@@ -60,7 +60,7 @@ def test_the_stance_trunk_step_skips_without_vitaminc(tiny_perspectrum, tmp_path
 
 
 def test_the_shipped_recipe_orders_its_steps():
-    names = [s.name for s in recipe.steps(stance_rounds=2)]
+    names = [s.name for s in recipe.steps(stance_rounds=2, direction=False)]
     assert names == [
         "dense",
         "pair",
@@ -86,7 +86,10 @@ def test_the_shipped_recipe_orders_its_steps():
     assert trunk.base == relation.base == "all-mpnet-base-v2"
     # the relation model starts from the stance trunk; the decisions are fitted with it
     assert "stance" in relation.reads and "relation" in calibrate.reads
-    assert [s.name for s in recipe.steps(colbert=False, comparator=False)][-4:] == [
+    assert recipe.steps(stance_rounds=2) == recipe.steps(stance_rounds=2, direction=True)
+    assert [s.name for s in recipe.steps(colbert=False, comparator=False, direction=False)][
+        -4:
+    ] == [
         "calibrate",
         "unclear",
         "verdict",

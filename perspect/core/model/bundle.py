@@ -545,8 +545,10 @@ def _base_twin_path(base: Path, rel: str, subdir: str) -> Path:
 
 
 def _copy(src: Path, dst: Path) -> None:
+    """A copy stamped now, not with the source's time: a packed file older than the one it
+    replaces would be skipped by a build that copies only newer files (setuptools' build/)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dst)
+    shutil.copyfile(src, dst)
 
 
 def _rebuild(stored: Path, base: Path | None, spec: dict[str, Any], dst: Path) -> None:
