@@ -108,12 +108,16 @@ class Indexer:
         config: IndexConfig | None = None,
         reporter: Reporter | None = None,
         skip_bad: bool = False,
+        remote=None,
     ):
+        """`remote`: where the models' passes run instead of here (indexer.ray_build's
+        RayEncoding: a Ray cluster); the index written is the same."""
         self.name = check_name(name)
         self.dir = IndexDir(resolve_home(home), name)
         self.config = config
         self.reporter = Timed(reporter or NullReporter())  # stage lengths: the manifest's
         self.skip_bad = skip_bad
+        self.remote = remote
 
     # -- public operations ---------------------------------------------------------------------
     @_plain_environment_errors
@@ -273,7 +277,7 @@ class Indexer:
                 manifest["config"]["stance_states"] = True
                 for pool in states.STATE_POOLS:
                     if pool in manifest["pools"] and not (kept and states.current(version, pool)):
-                        states.store(version, manifest, pool, None, self.reporter)
+                        states.store(version, manifest, pool, None, self.reporter, self.remote)
                 judge_links(
                     version, manifest, self.reporter
                 )  # the relation model's, where it has one
@@ -406,7 +410,11 @@ class Indexer:
                 libs.update(b.library_versions())
                 t0 = time.perf_counter()
                 with self.reporter.stage(f"indexing {pool} ({b.kind})", total=len(items)) as adv:
-                    b.add(items, progress=adv)
+                    if self.remote is not None and b.encodes and items:
+                        texts = [it.text for it in items]
+                        b.add_documents([it.id for it in items], self.remote.encode(b, texts, adv))
+                    else:
+                        b.add(items, progress=adv)
                 with self.reporter.stage(f"committing {pool} ({b.kind})"):
                     b.commit()
                 b.close()
@@ -424,7 +432,7 @@ class Indexer:
                 pending = background.Pending(
                     "perspect-states",
                     lambda part=part: states.store(
-                        version, manifest, "perspectives", part, self.reporter
+                        version, manifest, "perspectives", part, self.reporter, self.remote
                     ),
                 )
         try:
@@ -439,7 +447,7 @@ class Indexer:
             if pool != "perspectives" and pool in by_pool:
                 fresh = op == "build" or not States.exists(version / pool)
                 got = None if fresh else by_pool[pool]
-                states.store(version, manifest, pool, got, self.reporter)
+                states.store(version, manifest, pool, got, self.reporter, self.remote)
         if "evidence" in by_pool or op == "build":
             judge_links(version, manifest, self.reporter)
         elif "perspectives" in by_pool:

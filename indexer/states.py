@@ -37,9 +37,11 @@ def store(
     pool: str,
     items: Sequence[Item] | None,
     reporter: Reporter,
+    remote=None,
 ) -> None:
     """Store the trunk's lower-layer states of `items` of `pool` (None: of every item there),
-    where the index keeps states and the bundle has a trunk."""
+    where the index keeps states and the bundle has a trunk; `remote`: where the lower layers
+    run instead (indexer.ray_build), the same states stored."""
     if not IndexConfig.from_json(manifest["config"]).stance_states:
         return
     if stance_trunk.bundled() is None:
@@ -59,6 +61,10 @@ def store(
         states.drop([p for (p,) in states.db.execute("SELECT pid FROM states")])
     what = "stance" if pool == "perspectives" else f"relation-model states of {pool}"
     with reporter.stage(f"storing {what}", total=len(todo)) as adv:
+        if remote is not None:
+            got = remote.lower_quantized([t for _, t in todo], adv)
+            states.put((pid, q, sc) for (pid, _), (q, sc) in zip(todo, got, strict=True))
+            todo = []
         for s in range(0, len(todo), BATCH):
             chunk = todo[s : s + BATCH]
             lower = trunk.lower([t for _, t in chunk])

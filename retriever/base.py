@@ -52,6 +52,18 @@ class Backend(ABC):
     def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
         """Add items; an id already present is replaced."""
 
+    # whether `encode_documents` gives what `add_documents` stores (a model's output): such a
+    # backend's documents may be encoded elsewhere (indexer.ray_build) and stored here
+    encodes: ClassVar[bool] = False
+
+    def encode_documents(self, texts: Sequence[str], progress: ProgressFn | None = None) -> Any:
+        """The documents as this backend's model encodes them, in order (encoding backends)."""
+        raise NotImplementedError(f"{self.kind} stores no model output")
+
+    def add_documents(self, ids: Sequence[str], encoded: Any) -> None:
+        """Store documents `encode_documents` encoded (anywhere); an id present is replaced."""
+        raise NotImplementedError(f"{self.kind} stores no model output")
+
     @abstractmethod
     def delete(self, ids: Sequence[str]) -> None: ...
 

@@ -339,13 +339,21 @@ class ColBERTBackend(Backend):
                 progress(len(idx))
         return embs
 
+    encodes = True
+
     def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
         if not items:
             return
-        embs = self.encode([it.text for it in items], is_query=False, progress=progress)
+        embs = self.encode_documents([it.text for it in items], progress)
+        self.add_documents([it.id for it in items], embs)
+
+    def encode_documents(self, texts: Sequence[str], progress: ProgressFn | None = None):
+        return self.encode(texts, is_query=False, progress=progress)
+
+    def add_documents(self, ids: Sequence[str], encoded) -> None:
         if self._query_tokens() is None:  # the graph is not made: now, not at a first search
             self._onnx_session()
-        self.add_encoded([it.id for it in items], embs)
+        self.add_encoded(ids, encoded)
 
     def add_encoded(self, ids: Sequence[str], embs: Sequence[Any]) -> None:
         """Store documents already encoded by this backend's model (an id present is replaced)."""

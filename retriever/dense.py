@@ -184,22 +184,28 @@ class DenseBackend(Backend):
             else self.config.get("index_kind", ann.FLAT)
         )
 
+    encodes = True
+
     def add(self, items: Sequence[Item], progress: ProgressFn | None = None) -> None:
         if not items:
             return
-        present = [it.id for it in items if it.id in self._pos]
-        if present:
-            self.delete(present)
+        vecs = self.encode_documents([it.text for it in items], progress)
+        self.add_documents([it.id for it in items], vecs)
+
+    def encode_documents(self, texts: Sequence[str], progress: ProgressFn | None = None):
         # the encoder's ONNX graph where it is made (the query graph: the whole forward, batch
         # free; the same vectors within 1e-5, tests/test_dense.py), else PyTorch, which then
         # exports it for the next write and the first search: an add of a few articles imports
         # neither torch nor sentence-transformers (issue 42)
-        texts = [it.text for it in items]
         if self._query_session() is not None:
-            vecs = self.embed_queries(texts, progress)
-        else:
-            vecs = encode(self.model, texts, int(self.config["batch_size"]), progress)
-        self.add_encoded([it.id for it in items], vecs)
+            return self.embed_queries(texts, progress)
+        return encode(self.model, texts, int(self.config["batch_size"]), progress)
+
+    def add_documents(self, ids: Sequence[str], encoded) -> None:
+        present = [i for i in ids if i in self._pos]
+        if present:
+            self.delete(present)
+        self.add_encoded(ids, encoded)
 
     def add_encoded(self, ids: Sequence[str], vecs: np.ndarray) -> None:
         """Store vectors already encoded by this backend's model (new ids only): what bench/scale.py

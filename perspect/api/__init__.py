@@ -21,6 +21,7 @@ below, so splitting them further would scatter the surface without shortening an
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -324,13 +325,28 @@ def build_index(
     config: IndexConfig | None = None,
     reporter: Reporter | None = None,
     skip_bad: bool = False,
+    ray: str | None = None,
 ) -> WriteReport:
     """A new version of index `name` from `sources` (the previous version stays searchable
-    until this one is complete)."""
+    until this one is complete); `ray`: a Ray cluster's address ("auto") where the models'
+    passes run (indexer.ray_build), the same index written."""
     config = config or index_config()
-    return Indexer(name, home=home, config=config, reporter=reporter, skip_bad=skip_bad).build(
-        sources
-    )
+    with _remote(ray) as remote:
+        indexer = Indexer(
+            name, home=home, config=config, reporter=reporter, skip_bad=skip_bad, remote=remote
+        )
+        return indexer.build(sources)
+
+
+@contextlib.contextmanager
+def _remote(address: str | None):
+    if address is None:
+        yield None
+        return
+    from perspect.indexer.ray_build import RayEncoding
+
+    with RayEncoding(address) as remote:
+        yield remote
 
 
 def add_to_index(
@@ -341,20 +357,22 @@ def add_to_index(
     reporter: Reporter | None = None,
     skip_bad: bool = False,
     wait: float = 0.0,
+    ray: str | None = None,
 ) -> WriteReport:
     """Add `sources` to `name`; `wait`: seconds to wait for another writer of the index (the
     service's adds, another process) before IndexBusy. The CLI waits: two adds at once both land."""
     if not sources:
         raise PerspectError("nothing to add", hint="pass --perspectives, --news, --documents...")
-    indexer = Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad)
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            return indexer.add(sources)
-        except IndexBusy:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.05)
+    with _remote(ray) as remote:
+        indexer = Indexer(name, home=home, reporter=reporter, skip_bad=skip_bad, remote=remote)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return indexer.add(sources)
+            except IndexBusy:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
 
 def add_news(

@@ -91,6 +91,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             config=config,
             reporter=rep,
             skip_bad=args.skip_bad,
+            ray=args.ray,
         )
     _print_report(report, "built")
     return 0
@@ -117,7 +118,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         if sources or not urls:
             report = api.add_to_index(
                 args.name, sources, home=args.home, reporter=rep, skip_bad=args.skip_bad,
-                wait=WRITER_WAIT_S,
+                wait=WRITER_WAIT_S, ray=args.ray,
             )  # fmt: skip
     if urls:
         c = console()
@@ -223,6 +224,15 @@ def _articles(manifest: dict, pool: str, entry: dict) -> str:
     return said + (f"; {states:,} ready to mine" if states is not None else "")
 
 
+def add_ray(p) -> None:
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the models' passes on a Ray cluster ('auto', HOST:6379 or ray://HOST:10001; "
+        "pip install 'perspect[ray]'): the same index is written",
+    )
+
+
 def register(sub) -> None:
     """`perspect index`."""
     idx = sub.add_parser("index", help="build and maintain indexes").add_subparsers(
@@ -257,12 +267,14 @@ def register(sub) -> None:
     add_pool_inputs(b)
     add_home(b)
     add_backend(b, build=True)
+    add_ray(b)
     b.set_defaults(func=cmd_index_build)
     a = idx.add_parser("add", help="add or replace items in an existing index")
     a.add_argument("--name", required=True)
     add_pool_inputs(a)
     add_home(a)
     add_backend(a)
+    add_ray(a)
     a.set_defaults(func=cmd_index_add)
     r = idx.add_parser(
         "rebuild",
