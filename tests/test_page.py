@@ -30,6 +30,16 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
 
 
+# A paragraph whose sentence closest to the farming perspectives argues for them, so that the
+# page has a reason to mark (the shipped model reads it at P(for) .93; the pool's own wording,
+# "Legal protections would force the industry to end these cruel practices.", at .74-.76, and the
+# sentence the index stores for it is the paragraph's first, which it reads under the cut).
+FARMS = (
+    "With legal rights, animals could no longer be confined in cages too small to turn around "
+    "in, so the cruelty of factory farming would have to end. Farms would have to change."
+)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """`perspect serve` over a small real pool (bm25 + dense, with evidence), shipped models."""
@@ -38,7 +48,8 @@ def site(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("page")
     pf = write_json(d / "p.json", [{"id": i, "text": t} for i, t, _ in POOL])
-    ef = write_json(d / "e.json", [{"id": i, "text": t} for i, t in EVIDENCE])
+    ef = write_json(d / "e.json", [{"id": i, "text": FARMS if i == "101" else t}
+                                   for i, t in EVIDENCE])  # fmt: skip
     home = d / "home"
     api.build_index("page", [Source("perspectives", pf), Source("evidence", ef)], home=home,
                     config=IndexConfig(("bm25", "dense")))  # fmt: skip

@@ -25,14 +25,11 @@ import numpy as np
 from perspect.core.index.links import Link
 from perspect.core.index.stance_states import dequantize
 from perspect.core.result import Member
-from perspect.indexer.links import MIN_CHARS
-from perspect.indexer.news import sentence_spans
 from perspect.reranker.argument import NEITHER, ArgumentModel
 
 CACHED = 50_000  # (perspective, sentence) judgments kept per process
 JUDGMENTS = "argument_judgments.sqlite"  # in the index's folder, beside its versions
 SENTENCES_KEPT = 5_000  # sentences whose lower states are kept per process
-OTHER_SENTENCES = 16  # other sentences of shown paragraphs judged for the first time per search
 
 
 class Arguing:
@@ -204,49 +201,4 @@ class Arguing:
         got = self.judge_pairs(perspective_texts, [(k[2], k[3]) for k in todo])
         for k, (pf, pa) in zip(todo, got, strict=True):
             out[k[0]][k[1]] = replace(out[k[0]][k[1]], entail=pf, contradict=pa)
-        return self._other_sentences(pids, perspective_texts, out, paragraphs)
-
-    def _other_sentences(self, pids, perspective_texts, out, paragraphs) -> list[list[Link]]:
-        """For each group none of whose cited sentences argues for its perspective, the other
-        sentences of its paragraphs, judged too: a link whose other sentence argues for it past
-        the cut cites that one instead (with its judgment). Why: the stored sentence is the one
-        closest to the perspective by cosine, whichever way it argues, and a paragraph backs a
-        perspective through one or two of its sentences, often not the closest (the reader bench:
-        reasons under 35 % of on-topic clusters when only that sentence was judged). Bounded:
-        pairs already judged cost nothing; at most `OTHER_SENTENCES` new pairs per search, the
-        top groups' top links first (the rest once a later search has judged them)."""
-        if self.cuts is None:
-            return out
-        cut, against = self.cuts.for_at, self.cuts.against_at
-        todo: list[tuple[int, int, str, tuple[int, int], str]] = []
-        for g, links in enumerate(out):
-            pid = pids[g]
-            if (
-                pid is None
-                or pid not in perspective_texts
-                or any((x.entail or 0.0) >= cut and (x.contradict or 0.0) < against for x in links)
-            ):
-                continue
-            for i, x in enumerate(links):
-                if x.why is None or x.evidence_id not in paragraphs:
-                    continue
-                text = paragraphs[x.evidence_id].text
-                for a, b in sentence_spans(text):
-                    if b - a >= MIN_CHARS and (a, b) != tuple(x.why):
-                        todo.append((g, i, pid, (a, b), text[a:b]))
-        if not todo:
-            return out
-        known = self.known(perspective_texts, [(k[2], k[4]) for k in todo])
-        kept, new = [], 0
-        for k, was in zip(todo, known, strict=True):
-            if not was:
-                if new >= OTHER_SENTENCES:
-                    continue
-                new += 1
-            kept.append(k)
-        got = self.judge_pairs(perspective_texts, [(k[2], k[4]) for k in kept])
-        for (g, i, _, span, _), (pf, pa) in zip(kept, got, strict=True):
-            x = out[g][i]
-            if pf >= cut and pa < against and pf > (x.entail or 0.0):
-                out[g][i] = replace(x, why=span, entail=pf, contradict=pa)
         return out
