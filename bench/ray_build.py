@@ -1,7 +1,7 @@
 """Index builds on a Ray cluster beside the embedded build (issue 64): the build's time on 1, 2 and
 3 local nodes (one CPU each) against the embedded path, over the same pools, the same models.
 
-    python bench/ray_build.py [--perspectives N] [--evidence N] [--nodes 1,2,3]
+    python bench/ray_build.py [--perspectives N] [--evidence N] [--nodes 1,2,3] [--cpus 1]
                               [--retrievers bm25,dense] [--data ../shared/data/perspectrum]
 
 On one machine this measures Ray's overhead and that the cluster path works, not a speed-up:
@@ -42,6 +42,7 @@ def main() -> None:
     ap.add_argument("--evidence", type=int, default=500)
     ap.add_argument("--nodes", default="1,2,3")
     ap.add_argument("--retrievers", default="bm25,dense")
+    ap.add_argument("--cpus", type=int, default=1, help="CPUs a node offers (one actor each)")
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "perspectrum")
     a = ap.parse_args()
     try:
@@ -66,7 +67,7 @@ def main() -> None:
     embedded = time.perf_counter() - t0
     rows.append(("embedded", embedded))
     print(f"embedded: {embedded:.1f} s", flush=True)
-    node = {"num_cpus": 1, "object_store_memory": 200 * 2**20}
+    node = {"num_cpus": a.cpus, "object_store_memory": 200 * 2**20}
     for n in [int(x) for x in a.nodes.split(",")]:
         c = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
         for _ in range(n - 1):
@@ -75,7 +76,7 @@ def main() -> None:
         t0 = time.perf_counter()
         api.build_index(f"ray{n}", src, home=work / f"ray{n}", config=config, ray=c.address)
         took = time.perf_counter() - t0
-        rows.append((f"ray, {n} node{'s' if n > 1 else ''}", took))
+        rows.append((f"ray, {n} node{'s' if n > 1 else ''} x {a.cpus} CPU", took))
         print(f"ray {n} nodes: {took:.1f} s ({100 * (took / embedded - 1):+.0f} %)", flush=True)
         if ray.is_initialized():
             ray.shutdown()
