@@ -126,10 +126,10 @@ class RayEncoding:
         got: list = [None] * len(texts)
         seen = 0
         for batch in out.iter_batches(batch_size=BATCH, batch_format="numpy"):
-            for i, blob in zip(batch["i"], batch["out"], strict=True):
+            for i, enc in zip(batch["i"], batch["out"], strict=True):
                 if got[int(i)] is None:
                     seen += 1
-                got[int(i)] = _unpack(blob)
+                got[int(i)] = enc
             if progress:
                 progress(len(batch["i"]))
         if seen != len(texts):
@@ -155,22 +155,6 @@ def _reachable(address: str, timeout: float = 3.0) -> None:
         ) from None
 
 
-def _pack(arrays: Sequence[np.ndarray]) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    np.savez(buf, *arrays)
-    return buf.getvalue()
-
-
-def _unpack(blob) -> Any:
-    import io
-
-    with np.load(io.BytesIO(bytes(blob))) as z:
-        parts = [z[f"arr_{k}"] for k in range(len(z.files))]
-    return parts[0] if len(parts) == 1 else tuple(parts)
-
-
 class _Actor:
     """One CPU's worth of torch threads, the model loaded once."""
 
@@ -181,9 +165,9 @@ class _Actor:
 
     def __call__(self, batch: dict) -> dict:
         texts = [str(t) for t in batch["t"]]
-        out = np.empty(len(texts), dtype=object)
+        out = np.empty(len(texts), dtype=object)  # one array (or tuple of them) a text, as is
         for k, v in enumerate(self.run(texts)):
-            out[k] = _pack(v if isinstance(v, tuple) else (np.asarray(v),))
+            out[k] = v if isinstance(v, tuple) else np.asarray(v)
         return {"i": batch["i"], "out": out}
 
 

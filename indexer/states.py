@@ -63,13 +63,13 @@ def store(
     with reporter.stage(f"storing {what}", total=len(todo)) as adv:
         if remote is not None:
             got = remote.lower_quantized([t for _, t in todo], adv)
-            states.put((pid, q, sc) for (pid, _), (q, sc) in zip(todo, got, strict=True))
-            todo = []
-        for s in range(0, len(todo), BATCH):
-            chunk = todo[s : s + BATCH]
-            lower = trunk.lower([t for _, t in chunk])
-            states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
-            adv(len(chunk))
+            states.put((pid, *qs) for (pid, _), qs in zip(todo, got, strict=True))
+        else:
+            for s in range(0, len(todo), BATCH):
+                chunk = todo[s : s + BATCH]
+                lower = trunk.lower([t for _, t in chunk])
+                states.put((pid, *quantize(h)) for (pid, _), h in zip(chunk, lower, strict=True))
+                adv(len(chunk))
     manifest[manifest_key(pool)] = {
         "count": states.count(),
         "key": trunk.states_key,

@@ -43,7 +43,7 @@ REASON_AGAINST_MOST = 0.03
 # (Asking the tune paragraphs only 80 % for beside the debates' 3 % against, .643 on the
 # direction-trained model, put reasons under 49 % of the reader bench's on-topic clusters instead
 # of 35 %, but fewer of them backed their perspective: bench/STUDIES.md, "The supports cut at
-# 80 %". The reasons' coverage comes from the paragraph's other sentences instead.)
+# 80 %"; citing a paragraph's other sentences did no better: "A paragraph's other sentences".)
 
 
 @dataclass(frozen=True)
