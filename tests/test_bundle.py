@@ -195,3 +195,29 @@ def test_a_refit_decision_replaces_one_plain_file_and_its_checksum(trained):
     with pytest.raises(ModelError, match="not a plain file"):
         bundle.replace_file(folder, weights, b"x", "no")
     assert api.verify_models(folder.parent) == {"pair": []}
+
+
+def test_a_tokenizer_with_its_own_settings_is_stored_as_its_difference(tiny_base, tmp_path):
+    """A tokenizer.json that differs from the base's only in its truncation and padding (every
+    MiniLM entry's: 700 KB of vocabulary each) is stored as those keys; the rebuilt folder's
+    tokenizer is the trained one, and a damaged patch is refused like any file."""
+    from tokenizers import Tokenizer
+
+    full = tmp_path / "full"
+    full.mkdir()
+    tok = Tokenizer.from_file(f"{tiny_base}/tokenizer.json")
+    tok.enable_truncation(max_length=64)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    tok.save(str(full / "tokenizer.json"))
+    (full / "config.json").write_text("{}")
+    entry = bundle.pack(full, tmp_path / "entry", name="t", role="dense", base_id=tiny_base)
+    stored = tmp_path / "entry" / "tokenizer.json"
+    assert "tokenizer.json" in entry.patched and "tokenizer.json" not in entry.from_base
+    assert stored.stat().st_size < (full / "tokenizer.json").stat().st_size / 50
+    rebuilt = Tokenizer.from_file(str(bundle.materialize(tmp_path / "entry") / "tokenizer.json"))
+    text = "Animals should have lawful rights, says the zoo's keeper."
+    assert rebuilt.encode(text).ids == tok.encode(text).ids
+    assert rebuilt.truncation == tok.truncation and rebuilt.padding == tok.padding
+    stored.write_text(stored.read_text().replace("64", "65"))
+    with pytest.raises(ModelError, match="corrupted"):
+        bundle.materialize(tmp_path / "entry")

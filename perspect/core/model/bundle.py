@@ -56,6 +56,10 @@ class BundleEntry:
     weights: dict[str, dict[str, Any]]
     from_base: tuple[str, ...]
     record: dict[str, Any] = field(default_factory=dict)
+    # large JSON files stored as the keys in which they differ from the base's twin (a
+    # tokenizer.json whose truncation and padding were set: 700 KB of vocabulary otherwise
+    # stored once per entry): rel -> the twin's path in the base
+    patched: dict[str, str] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -118,6 +122,7 @@ class BundleEntry:
             weights=dict(d["weights"]),
             from_base=tuple(d["from_base"]),
             record=d.get("record", {}),
+            patched=dict(d.get("patched", {})),
         )
 
 
@@ -304,6 +309,7 @@ def pack(
     staging.mkdir(parents=True)
     weights: dict[str, dict[str, Any]] = {}
     from_base: list[str] = []
+    patched: dict[str, str] = {}
     for f in sorted(p for p in full.rglob("*") if p.is_file()):
         rel = f.relative_to(full).as_posix()
         base_name = Path(rel).name
@@ -341,6 +347,10 @@ def pack(
             }
         elif twin is not None and twin.read_bytes() == f.read_bytes():
             from_base.append(rel)
+        elif twin is not None and (patch := _json_patch(f, twin)) is not None:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(json.dumps(patch, indent=1) + "\n")
+            patched[rel] = twin.relative_to(base).as_posix()
         elif f.stat().st_size > MAX_PLAIN_FILE:
             shutil.rmtree(staging)
             raise ModelError(f"{f} ({f.stat().st_size:,} bytes) would bloat the bundle")
@@ -369,6 +379,7 @@ def pack(
         "files": files,
         "weights": weights,
         "from_base": from_base,
+        **({"patched": patched} if patched else {}),
         "record": {"packed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **record},
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -411,6 +422,38 @@ def _weights_file(base: Path) -> Path:
         if (base / name).is_file():
             return base / name
     raise ModelError(f"no weights file in base model folder {base}")
+
+
+PATCH_MIN_BYTES = 100_000  # a JSON file this large is stored as its difference from the base's
+
+
+def _json_patch(f: Path, twin: Path) -> dict[str, Any] | None:
+    """{"set": keys whose values differ, "drop": keys the base has and `f` has not} of a large
+    JSON object against its base twin, where that is much smaller than `f`; else None."""
+    if f.suffix != ".json" or f.stat().st_size < PATCH_MIN_BYTES:
+        return None
+    try:
+        mine, theirs = json.loads(f.read_text()), json.loads(twin.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return None
+    patch = {
+        "set": {k: v for k, v in mine.items() if k not in theirs or theirs[k] != v},
+        "drop": [k for k in theirs if k not in mine],
+        "order": list(mine),
+    }
+    return patch if len(json.dumps(patch)) < f.stat().st_size // 4 else None
+
+
+def _unpatch(stored: Path, twin: Path, dst: Path) -> None:
+    """The JSON file `_json_patch` stored as a difference, whole again (its keys in order)."""
+    patch = json.loads(stored.read_text())
+    whole = {**json.loads(twin.read_text()), **patch["set"]}
+    for k in patch["drop"]:
+        whole.pop(k, None)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(json.dumps({k: whole[k] for k in patch["order"]}, ensure_ascii=False))
 
 
 def _base_twin(base: Path, rel: str, subdir: str) -> Path | None:
@@ -517,7 +560,9 @@ def _materialize(folder: Path) -> Path:
         for rel in entry.from_base:
             _copy(_base_twin_path(base, rel, entry.base_subdir), staging / rel)
         for rel in entry.files:
-            if rel not in entry.weights:
+            if rel in entry.patched:
+                _unpatch(entry.folder / rel, base / entry.patched[rel], staging / rel)
+            elif rel not in entry.weights:
                 _copy(entry.folder / rel, staging / rel)
         for rel, spec in entry.weights.items():
             _rebuild(
