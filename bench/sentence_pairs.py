@@ -36,9 +36,8 @@ def read_pairs(pairs: list[dict], reader, relation) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=None, help="a comparator folder (default: the bundle's)")
-    ap.add_argument(
-        "--relation-only", action="store_true", help="the relation model's inference, no reader"
-    )
+    ap.add_argument("--relation-only", action="store_true", help="the trunk's inference, no reader")
+    ap.add_argument("--trunk", default=None, help="a trunk folder (default: the bundle's)")
     args = ap.parse_args()
     from perspect.core import paths
     from perspect.reranker import stance_trunk
@@ -49,10 +48,11 @@ def main() -> None:
         reader = Comparator.open(args.model or paths.comparator_model())
         if not reader.reads_inference:
             raise SystemExit(f"{args.model}: this comparator has no inference head")
-    relation = stance_trunk.StanceTrunk.load(stance_trunk.bundled(), serving=True)
+    relation = stance_trunk.StanceTrunk.load(args.trunk or stance_trunk.bundled(), serving=True)
     pairs = json.loads(PAIRS.read_text())["pairs"]
     got = read_pairs(pairs, reader, relation)
-    print(f"reader: {'the relation model' if reader is None else args.model or 'bundle'}")
+    print(f"reader: {'the trunk' if reader is None else args.model or 'bundle'}, "
+          f"trunk: {args.trunk or stance_trunk.bundled()}")  # fmt: skip
     for name in [*sorted({p["set"] for p in pairs}), "all"]:
         rows = [(p, g) for p, g in zip(pairs, got, strict=True) if name in ("all", p["set"])]
         table = Counter((p["gold"], g) for p, g in rows)

@@ -63,7 +63,11 @@ def test_training_resumes_from_its_checkpoint_and_restarts_for_another_recipe(tm
         a = trainer.parser().parse_args(["--out", str(tmp_path / "out")])
         a.data, a.argument = PERSPECTRUM, ARGUMENT_DATA
         a.work, a.limit, a.epochs, a.seed = tmp_path / "work", 24, 1.0, seed
-        a.warm_start = MODELS / "relation" if bundle.is_bundle(MODELS / "relation") else None
+        # the relation model (rank 32, as this run): an intermediate stage, where it was made
+        from perspect.lab.recipe import intermediate_dir
+
+        rel = intermediate_dir(MODELS) / "relation"
+        a.warm_start = rel if bundle.is_bundle(rel) else None
         return a
 
     logs: list[str] = []

@@ -99,8 +99,8 @@ MODELS = Path(__file__).resolve().parent.parent / "models"
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not (MODELS / "relation" / "bundle.json").is_file(),
-    reason="the shipped relation model (models/relation) is not in this checkout",
+    not (MODELS / "argument" / "bundle.json").is_file(),
+    reason="the shipped trunk (models/argument) is not in this checkout",
 )
 def test_clusters_read_the_relation_models_head_lazily_and_within_the_budget(tmp_path):
     """A stack on "rel" (the relation model's equivalence head over each perspective's lower
@@ -129,7 +129,7 @@ def test_clusters_read_the_relation_models_head_lazily_and_within_the_budget(tmp
         [Source("perspectives", pool)]
     )
     searcher = Searcher("r", home=tmp_path)
-    trunk = StanceTrunk.load(MODELS / "relation", serving=True)
+    trunk = StanceTrunk.load(MODELS / "argument", serving=True)
     asked: list[str] = []
 
     def states(ts, ids):

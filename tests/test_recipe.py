@@ -78,8 +78,9 @@ def test_the_shipped_recipe_orders_its_steps():
         "comparator",
     ]
     with_direction = [s.name for s in recipe.steps(stance_rounds=2, direction=True)]
-    assert with_direction[with_direction.index("argument") + 1] == "direction"
-    assert with_direction[-2:] == ["sides", "comparator"]
+    at = with_direction.index("argument")
+    assert with_direction[at + 1 : at + 3] == ["direction", "heads"]
+    assert with_direction[-3:] == ["sides", "mining", "comparator"]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
     relation = next(s for s in recipe.steps() if s.name == "relation")
     calibrate = next(s for s in recipe.steps() if s.name == "calibrate")
@@ -96,12 +97,19 @@ def test_the_shipped_recipe_orders_its_steps():
         "mining",
     ]
     full = recipe.steps(colbert=False, comparator=False, direction=True)
-    assert full[-1].name == "sides"  # after every decision that reads sides
+    assert [s.name for s in full[-2:]] == ["sides", "mining"]  # after every decision they read
     direction = next(s for s in full if s.name == "direction")
-    assert direction.writes == "argument" and "argument" in full[-1].reads
-    # the mining decision is fitted last among the pair model's, with the relation model's heads
+    assert direction.writes == "argument" and "argument" in full[-2].reads
+    # the mining decision is fitted last among the pair model's, with the heads of the trunk the
+    # engine reads: the argument model's where it answers everything, else the relation model's
     mining = next(s for s in recipe.steps() if s.name == "mining")
-    assert mining.writes == "pair" and "relation" in mining.reads
+    assert mining.writes == "pair" and "argument" in mining.reads
+    assert "relation" in next(s for s in recipe.steps(direction=False) if s.name == "mining").reads
+    # the trunks it descends from are intermediate stages: run where a step reading them must,
+    # kept outside the repository; without direction, the relation model answers and ships
+    ships = {s.name: s.ships for s in recipe.steps()}
+    assert not ships["stance-trunk"] and not ships["relation"] and ships["argument"]
+    assert next(s for s in recipe.steps(direction=False) if s.name == "relation").ships
 
 
 def test_the_direction_step_skips_without_its_data_and_never_trains_twice(
@@ -133,3 +141,48 @@ def test_the_direction_step_skips_without_its_data_and_never_trains_twice(
         recipe.make(tiny_perspectrum, tmp_path / "models", [step],
                     other=recipe.OtherData(direction=data), log=logs.append)  # fmt: skip
     assert "STEPS=argument,direction" in e.value.hint
+
+
+def test_an_intermediate_stage_runs_only_where_a_step_reading_it_must(
+    tiny_perspectrum, tiny_base, tmp_path, monkeypatch
+):
+    """A stage another entry trains from (`ships=False`: the trunks the argument model descends
+    from) lives in the cache, not the bundle; a step reading it depends on its inputs key, not its
+    files, so a fresh clone without it is up to date, and the stage runs (first) only where a step
+    that reads it must run."""
+    import shutil
+
+    monkeypatch.setenv("PERSPECT_CACHE", str(tmp_path / "cache"))
+    stage = recipe.Step("stage", "dense", "stage", ships=False)
+    up = recipe.Step("up", "dense", "up")
+    uses = recipe.Step("uses", "dense", "uses", reads=("stage", "up"))
+    root = tmp_path / "models"
+
+    def plan(**kw):
+        logs: list[str] = []
+        got = recipe.make(tiny_perspectrum, root, [stage, up, uses], base=tiny_base,
+                          dry_run=True, log=logs.append, **kw)  # fmt: skip
+        return got, logs
+
+    _, logs = plan()
+    assert [line.split(":")[1].strip().split()[:2] for line in logs] == [["would", "run"]] * 3
+    for i, name in enumerate(("stage", "up", "uses")):  # made in order, as a run records them
+        key = plan()[0][i].key  # a key reads the entries made before it
+        folder = recipe.entry_folder(name, root, ["stage"])
+        full = tmp_path / "trained" / name
+        full.mkdir(parents=True)
+        (full / "manifest.json").write_text("{}")
+        bundle.pack(full, folder, name=name, role="dense", base_id=tiny_base, record={})
+        recipe.record_step(folder, name, key, 1.0)
+    assert (recipe.intermediate_dir(root) / "stage").is_dir() and not (root / "stage").exists()
+    recorded, logs = plan()
+    assert all("up to date" in line for line in logs), logs
+    shutil.rmtree(recipe.intermediate_dir(root))  # a fresh clone: the bundle alone
+    fresh, logs = plan()
+    assert [o.key for o in fresh] == [o.key for o in recorded]
+    assert "stage: not needed" in logs[0] and all("up to date" in line for line in logs[1:])
+    # an entry it reads is rewritten first: the step must run, so the stage is needed again
+    shutil.rmtree(root / "up")
+    _, logs = plan()
+    assert logs[0].startswith("stage: would run") and "needed by uses" in logs[0]
+    assert logs[1].startswith("up: would run") and logs[2].startswith("uses: would run")

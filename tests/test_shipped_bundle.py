@@ -97,12 +97,14 @@ def monkeypatch_module():
 
 def test_the_bundle_verifies_and_fits_its_budget():
     entries = api.models(MODELS)
-    assert {e.name for e in entries} >= {"pair", "dense", "stance", "relation", "argument"}
+    # one mpnet trunk (issue 62): the stance and relation trunks it descends from do not ship
+    assert {e.name for e in entries} == {"pair", "dense", "equivalence", "colbert", "argument",
+                                         "comparator"}  # fmt: skip
     assert all(bundle.verify(e) == [] for e in entries)
-    assert sum(e.size for e in entries) <= 60_000_000
+    assert sum(e.size for e in entries) <= 48_000_000  # issue 62's 45 MB: not met (RESULTS)
     for e in entries:  # each names the base it expects and what it was trained on
         assert e.name == e.folder.name, f"{e.folder.name}'s bundle calls itself {e.name!r}"
-        mpnet = ("stance", "relation", "argument")
+        mpnet = ("argument",)
         base = paths.PACKAGED_MPNET if e.name in mpnet else paths.PACKAGED_MINILM
         assert e.base_id == base and len(e.base_sha256) == 64
         assert e.record.get("data") and e.record.get("code")
@@ -250,7 +252,12 @@ def test_make_models_finds_the_committed_bundle_up_to_date():
         other=recipe.OtherData(claimdiff, vitaminc=vitaminc, inference=inference),
     )
     assert [o.step for o in outcomes] == [s.name for s in recipe.steps()]
-    assert all("up to date" in line for line in said), said
+    # the trunks the argument model descends from are intermediate stages (in the cache, where
+    # made): on a fresh clone "not needed", since nothing that reads them has to run
+    staged = {s.name for s in recipe.steps() if not s.ships}
+    for line in said:
+        name = line.split(":")[0]
+        assert "up to date" in line or (name in staged and "not needed" in line), said
 
 
 def test_arguments_about_the_thing_a_claim_acts_on_are_placed_by_its_second_reading(shipped):

@@ -41,12 +41,12 @@ def compare_models():
     from perspect.reranker import stance_trunk
     from perspect.reranker.comparator import Comparator
 
-    if not bundle.is_bundle(MODELS / "relation"):
-        pytest.skip("the shipped relation model (models/relation) is not in this checkout")
+    if not bundle.is_bundle(MODELS / "argument"):
+        pytest.skip("the shipped trunk (models/argument) is not in this checkout")
     return (
         Comparator.open(MODELS / "comparator"),
         SentenceEncoder(bundle.resolve(MODELS / "dense")),
-        stance_trunk.StanceTrunk.load(MODELS / "relation", serving=True),
+        stance_trunk.StanceTrunk.load(MODELS / "argument", serving=True),
     )
 
 
@@ -124,8 +124,8 @@ def test_compare_finds_disputes_the_stance_trunk_reads(monkeypatch):
     the joint reader the bundle ships 11, and no agreement becomes a dispute."""
     from perspect import api
 
-    if not bundle.is_bundle(MODELS / "relation"):
-        pytest.skip("the shipped relation model (models/relation) is not in this checkout")
+    if not bundle.is_bundle(MODELS / "argument"):
+        pytest.skip("the shipped trunk (models/argument) is not in this checkout")
     monkeypatch.setenv("PERSPECT_MODEL", str(MODELS / "pair"))
     monkeypatch.setenv("PERSPECT_DENSE_MODEL", str(MODELS / "dense"))
     cases = json.loads((MODELS.parent / "bench" / "compare_cases.json").read_text())["cases"]

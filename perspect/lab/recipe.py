@@ -7,6 +7,12 @@ model changes the pair model's negatives and features) and the key of the step b
 entry. A finished step appends `{step, key}` to its entry's record; a step whose key is already
 there is skipped. So `make models` picks up where it stopped, on this machine or on another one
 from what is committed, and redoes exactly what a changed input invalidates.
+
+Intermediate stages (`Step.ships` False: the trunks the argument model descends from) live in the
+user's cache; a step reading one depends on its inputs key, and it runs only where a step that
+starts from it must.
+
+Why one module: the recipe, its keys and the runner that plans and resumes it change together (a step added is a key, a plan and a run branch).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from perspect.core.errors import PerspectError
 from perspect.core.model import bundle
 from perspect.core.progress import NullReporter, Reporter
 from perspect.lab import fitting
+from perspect.lab.recipe_data import OtherData, data_of
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,10 @@ class Step:
     # the method's revision: bumped when what the step computes changes, so that a bundle made
     # the old way is not "up to date" (0 leaves the keys of unrevised steps as they were)
     rev: int = 0
+    # False: a stage of another entry's training (a warm start, a fit's input), kept outside the
+    # repository (`intermediate_dir`) and run only when a step that reads it must run (issue 62:
+    # the trunks the argument model descends from answer no search)
+    ships: bool = True
 
 
 def steps(
@@ -63,7 +74,9 @@ def steps(
         out.append(Step("colbert", "colbert", "colbert"))
     # the stance trunk (issue 33): LoRA on all-mpnet-base-v2's top layers, decomposed; P(support)
     # of what a search shows comes from it, so the decisions are fitted after it
-    out.append(Step("stance-trunk", "stance-trunk", "stance", base=paths.PACKAGED_MPNET))
+    out.append(
+        Step("stance-trunk", "stance-trunk", "stance", base=paths.PACKAGED_MPNET, ships=False)
+    )
     # the relation model (issue 41): that trunk, warm-started from it, with inference,
     # equivalence and ClaimDiff heads beside stance; what a search, compare and news read
     # Time-boxed (75 min from its start, caches included) to fit a 2-core session: the shipped
@@ -76,6 +89,7 @@ def steps(
             reads=("stance",),
             base=paths.PACKAGED_MPNET,
             options=dict(RELATION_OPTIONS),
+            ships=not direction,  # with direction, the argument model answers what it did
         )
     )
     # the argument model (issue 55): the relation trunk warm-started again with for / against /
@@ -92,6 +106,12 @@ def steps(
             Step("direction", "direction", "argument", base=paths.PACKAGED_MPNET,
                  options=dict(DIRECTION_OPTIONS))
         )  # fmt: skip
+    # the relation model's heads (inference, equivalence, ClaimDiff) fitted onto the argument
+    # trunk, frozen, and its news and compare cuts after them (issue 62: one trunk answers sides,
+    # reasons, news, compare and mining; the relation model ships no more)
+    if direction:
+        # rev 1: C and class weights picked on the tune rows, ClaimDiff's by strengthen's precision
+        out.append(Step("heads", "heads", "argument", base=paths.PACKAGED_MPNET, rev=1))
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "relation")
     # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
     # rev 2: the trunk is the relation model's
@@ -101,15 +121,17 @@ def steps(
     out.append(Step("unclear", "unclear", "pair", rev=2))
     # evidence verdicts (rev 1: and the joint reader named as the cited reasons' reader)
     out.append(Step("verdict", "verdict", "pair", reads=("dense",), rev=1))
-    # the mining decision (issue 45): is a sentence of the reader's documents an argument on the
-    # claim, and on which side; fitted on an index with the evidence paragraphs as documents
-    # (rev 3: the side is the stance decision's, past a fitted margin; the cut for arguments at
-    # 80 % on tune)
-    out.append(Step("mining", "mining", "pair", reads=reads, rev=3))
     # one trunk for the sides (issue 62): the argument model becomes the pair model's stance
     # trunk, its stack, second-reading weight and unclear margin fitted on the tune claims
     if direction:
         out.append(Step("sides", "sides", "pair", reads=("argument",)))
+    # the mining decision (issue 45): is a sentence of the reader's documents an argument on the
+    # claim, and on which side; fitted on an index with the evidence paragraphs as documents
+    # (rev 3: the side is the stance decision's, past a fitted margin; the cut for arguments at
+    # 80 % on tune), over the heads of the trunk the engine reads (with direction: the argument
+    # model's, after the sides step names it)
+    mine_reads = (*reads[:-1], "argument") if direction else reads
+    out.append(Step("mining", "mining", "pair", reads=mine_reads, rev=3))
     if comparator:  # rev 1: the joint reader (an inference head beside ClaimDiff, issue 41)
         out.append(Step("comparator", "claimdiff", "comparator", rev=1))
     return tuple(out)
@@ -141,50 +163,6 @@ DIRECTION_OPTIONS = (("rank", 16), ("alpha", 16), ("epochs", 1.0), ("work_name",
 
 
 @dataclass(frozen=True)
-class OtherData:
-    """Where the steps that do not train on PERSPECTRUM find their data."""
-
-    claimdiff: Path = Path("data") / "claimdiff"
-    # the stance trunk's intermediate phase (its page-held-out split is made by the trainer)
-    vitaminc: Path = Path("../shared/data/vitaminc/vitaminc_real_shared.jsonl")
-    # the relation model's inference pairs (SNLI, MultiNLI, counterfactual, Breaking NLI)
-    inference: Path = paths.INFERENCE_DATA
-    # the argument model's Touché 2023, IBM Claim Stance and UKP sentential rows
-    argument: Path = paths.INFERENCE_DATA.parent / "argument"
-    # the direction phase's pairs (Debatepedia, ArguAna, IAM, AIFdb, Nixon-Kennedy)
-    direction: Path = paths.INFERENCE_DATA.parent / "direction"
-    # readers' corrections (an index's, `make models --corrections INDEX`) the pair steps add
-    # to their stance, relevance and equivalence pairs
-    corrections: tuple = ()
-
-    def corrections_sha(self) -> str | None:
-        if not self.corrections:
-            return None
-        doc = json.dumps([asdict(c) for c in self.corrections], sort_keys=True)
-        return hashlib.sha256(doc.encode()).hexdigest()
-
-    def vitaminc_fingerprint(self) -> dict | None:
-        if not self.vitaminc.is_file():
-            return None
-        return {"file": self.vitaminc.name, "sha256": bundle.sha256_file(self.vitaminc)}
-
-    def inference_fingerprints(self) -> list[dict] | None:
-        from perspect.lab.train.relation_data import NLI_FILES
-
-        files = [self.inference / f"{n}.jsonl" for n in NLI_FILES]
-        if not all(f.is_file() for f in files):
-            return None
-        return [{"file": f"inference/{f.name}", "sha256": bundle.sha256_file(f)} for f in files]
-
-    def fingerprints(self) -> list[dict] | None:
-        """The comparator step's data, None where ClaimDiff is missing (the step cannot run)."""
-        from perspect.core.datasets import claimdiff
-
-        got = claimdiff.data_fingerprints(self.claimdiff)
-        return got if len(got) == 2 else None
-
-
-@dataclass(frozen=True)
 class Outcome:
     step: str
     ran: bool
@@ -200,12 +178,18 @@ def inputs_key(
     base: str | None,
     data_sha=None,
     corrections: str | None = None,
+    staged: dict[str, str] | None = None,
 ) -> str:
     """`data_sha`: `data_fingerprints(data)` when the caller has it (it hashes every file);
     `corrections`: the checksum of the readers' corrections a pair step trains on (None: no
-    corrections, and the key is what it was before they existed)."""
+    corrections, and the key is what it was before they existed); `staged`: the inputs key of
+    each intermediate entry (`Step.ships` False), which a step reading it depends on instead of
+    its files (a fresh clone has none of them, and needs none while nothing reading them runs)."""
+    staged = staged or {}
 
     def entry_sha(name: str) -> str | None:
+        if name in staged:
+            return f"staged:{staged[name]}"
         f = root / name / bundle.MANIFEST
         return bundle.sha256_file(f) if f.is_file() else None
 
@@ -215,7 +199,7 @@ def inputs_key(
         "step": {
             k: v
             for k, v in asdict(step).items()
-            if (k != "base" or v is not None) and (k != "rev" or v)
+            if (k != "base" or v is not None) and (k != "rev" or v) and k != "ships"
         },
         "base": base or paths.PACKAGED_MINILM,
         "base_sha256": bundle.base_sha256(weights) if weights.is_file() else None,
@@ -254,62 +238,71 @@ def make(
         known = ", ".join(s.name for s in recipe)
         raise PerspectError(f"unknown step {sorted(unknown)[0]!r}", hint=f"steps: {known}")
     reporter = reporter or NullReporter()
-    before: dict[str, str] = {}  # entry -> key of the last step that wrote it
+    shipped = {s.writes for s in recipe if s.ships}
     data_sha = data_fingerprints(data)
-    out = []
+    shas: dict[str, list | None] = {}
     for step in recipe:
-        sha = data_sha
-        if step.task == "claimdiff":
-            sha = other.fingerprints()
-            if sha is None:
-                log(
-                    f"{step.name}: no ClaimDiff data in {other.claimdiff}, skipped (perspect data "
-                    "fetch claimdiff --from DIR)"
-                )
-                out.append(Outcome(step.name, False, ""))
-                continue
-            sha = [*sha, *(other.inference_fingerprints() or [])]  # the joint reader's pairs
-        if step.task == "stance-trunk":
-            vc = other.vitaminc_fingerprint()
-            if vc is None:
-                log(f"{step.name}: no VitaminC file at {other.vitaminc}, skipped")
-                out.append(Outcome(step.name, False, ""))
-                continue
-            sha = [*data_sha, vc]
-        if step.task == "relation":
-            nli, cdf = other.inference_fingerprints(), other.fingerprints()
-            if nli is None or cdf is None:
-                log(f"{step.name}: no inference pairs in {other.inference} or ClaimDiff, skipped")
-                out.append(Outcome(step.name, False, ""))
-                continue
-            sha = [*data_sha, *nli, *cdf]
-        if step.task == "direction":
-            if not (other.direction / "train.jsonl").is_file():
-                log(f"{step.name}: no direction pairs in {other.direction}, skipped")
-                out.append(Outcome(step.name, False, ""))
-                continue
-            from perspect.lab.train.argument_data import direction_fingerprints
+        shas[step.name] = data_of(step, data_sha, other, log)
 
-            sha = [*data_sha, *direction_fingerprints(other.direction)]
-        fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
-        key = inputs_key(
-            step, data, root, before.get(step.writes, ""), step.base or base, sha, fixes
-        )
-        before[step.writes] = key
-        folder = root / step.writes
-        if any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder)):
+    def keyed(before: dict[str, str], staged: dict[str, str]):
+        """Each runnable step with its inputs key as the files stand now, in order."""
+        for step in recipe:
+            if shas[step.name] is None:
+                continue
+            fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
+            key = inputs_key(step, data, root, before.get(step.writes, ""), step.base or base,
+                             shas[step.name], fixes, staged)  # fmt: skip
+            before[step.writes] = key
+            if not step.ships and step.writes not in shipped:
+                staged[step.writes] = key
+            yield step, key, entry_folder(step.writes, root, staged)
+
+    def done(step: Step, key: str, folder: Path) -> bool:
+        return any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder))
+
+    # the plan, from the keys as things stand: a step runs when its key is not recorded, or when
+    # it reads an entry a step before it will rewrite (that entry's checksum will change); an
+    # intermediate runs only where a step that will run reads it (directly or through another)
+    staged: dict[str, str] = {}
+    plan = [(s, done(s, k, f)) for s, k, f in keyed({}, staged)]
+    rewritten: set[str] = set()
+    stale: dict[str, bool] = {}
+    for step, is_done in plan:
+        stale[step.name] = not is_done or any(r in rewritten for r in step.reads)
+        if stale[step.name] and step.writes not in staged and (not only or step.name in only):
+            rewritten.add(step.writes)
+    needed: dict[str, str] = {}  # intermediate entry -> the step that needs it
+    for step, _ in reversed(plan):
+        if step.writes in staged:
+            runs = stale[step.name] and step.writes in needed
+        else:
+            runs = stale[step.name] and (not only or step.name in only)
+        if runs:
+            for r in step.reads:
+                if r in staged:
+                    needed.setdefault(r, step.name)
+    outcome: dict[str, Outcome] = {}
+    ran: set[str] = set()
+    # the run: each key again just before its step, since a step that ran rewrote what it wrote
+    for step, key, folder in keyed({}, {}):
+        # a dry run rewrites nothing: a step is stale there when the plan says it will be
+        if done(step, key, folder) and not (dry_run and stale[step.name]):
             log(f"{step.name}: up to date ({folder})")
-            out.append(Outcome(step.name, False, key))
+            outcome[step.name] = Outcome(step.name, False, key)
             continue
-        if only and step.name not in only:
+        if step.writes in staged and step.writes not in needed:
+            log(f"{step.name}: not needed (an intermediate stage; nothing that reads it runs)")
+            outcome[step.name] = Outcome(step.name, False, key)
+            continue
+        if only and step.name not in only and step.writes not in needed:
             log(f"{step.name}: not up to date, not asked for")
-            out.append(Outcome(step.name, False, key))
+            outcome[step.name] = Outcome(step.name, False, key)
             continue
         if dry_run:
-            log(f"{step.name}: would run ({step.task}, profile {step.profile})")
-            out.append(Outcome(step.name, False, key))
+            why = f", needed by {needed[step.writes]}" if step.writes in needed else ""
+            log(f"{step.name}: would run ({step.task}, profile {step.profile}{why})")
+            outcome[step.name] = Outcome(step.name, False, key)
             continue
-        ran = {o.step for o in out if o.ran}
         if step.task == "direction" and "argument" not in ran and _directed(folder):
             # it starts from the argument entry as the argument step leaves it: on top of its own
             # earlier output it would train twice, which no fresh run reproduces
@@ -320,16 +313,34 @@ def make(
             )
         log(f"{step.name}: running ({step.task}, profile {step.profile}) -> {folder}")
         t0 = time.perf_counter()
-        _run(step, data, root, folder, base, reporter, log, other)
+        _run(step, data, root, folder, base, reporter, log, other, staged)
         record_step(folder, step.name, key, time.perf_counter() - t0)
-        out.append(Outcome(step.name, True, key, time.perf_counter() - t0))
-    return out
+        outcome[step.name] = Outcome(step.name, True, key, time.perf_counter() - t0)
+        ran.add(step.name)
+    return [outcome.get(s.name) or Outcome(s.name, False, "") for s in recipe]
+
+
+def intermediate_dir(root: Path) -> Path:
+    """Where the intermediate entries of the bundle in `root` live: `$PERSPECT_CACHE`, else the
+    user's cache (outside the repository, as the trainers' checkpoints), one folder per bundle
+    (a test's scratch bundle never shares another's)."""
+    tag = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:10]
+    env = os.environ.get("PERSPECT_CACHE")
+    home = Path(env) if env else trainer_work("intermediate").parent
+    return home / "intermediate" / tag
+
+
+def entry_folder(name: str, root: Path, staged: dict[str, str] | Sequence[str]) -> Path:
+    """The folder of entry `name`: the bundle's, or for an intermediate one, the cache's."""
+    return intermediate_dir(root) / name if name in staged else Path(root) / name
 
 
 def _directed(folder: Path) -> bool:
-    """Whether the entry's last step was a direction step (its weights are that step's)."""
-    done = done_steps(folder)
-    return bool(done) and done[-1].get("step") == "direction"
+    """Whether the entry's weights are a direction step's (one ran after its last argument
+    step; the heads step after it changes only heads)."""
+    names = [d.get("step") for d in done_steps(folder)]
+    last = max((i for i, n in enumerate(names) if n == "argument"), default=-1)
+    return "direction" in names[last + 1 :]
 
 
 def record_step(folder: Path, name: str, key: str, seconds: float) -> None:
@@ -343,7 +354,10 @@ def record_step(folder: Path, name: str, key: str, seconds: float) -> None:
     tmp.replace(f)
 
 
-def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> None:
+def _run(step, data, root, folder, base, reporter, log, other: OtherData, staged=()) -> None:
+    def entry(name: str) -> Path:
+        return entry_folder(name, root, staged)
+
     if step.task == "claimdiff":
         from perspect.lab.claimdiff import train_comparator
 
@@ -374,13 +388,13 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             from perspect.lab.train.relation import train_entry as train_relation
 
             train_relation(data, folder, log, inference=other.inference,
-                           claimdiff=other.claimdiff, warm_start=root / "stance",
+                           claimdiff=other.claimdiff, warm_start=entry("stance"),
                            **step.options)  # fmt: skip
         elif step.task == "argument":
             from perspect.lab.argument_fit import train_entry as train_argument
 
             train_argument(data, folder, log, argument=other.argument,
-                           warm_start=root / "relation", **step.options)  # fmt: skip
+                           warm_start=entry("relation"), **step.options)  # fmt: skip
         elif step.task == "direction":  # from the argument model as the step before left it
             from perspect.lab.argument_fit import train_entry as train_argument
 
@@ -388,6 +402,11 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             work = trainer_work(opts.pop("work_name"))
             train_argument(data, folder, log, argument=other.argument, warm_start=folder,
                            direction=other.direction, work=work, **opts)  # fmt: skip
+        elif step.task == "heads":
+            from perspect.lab.argument_heads import fit_entry as fit_heads
+
+            fit_heads(folder, data, other.claimdiff, other.inference, trainer_work("argument-heads"),
+                      baseline=entry("relation"), log=log)  # fmt: skip
         elif step.task == "sides":
             fitting.refit_sides(folder, data, root / "argument")
         elif step.task == "all":
@@ -427,8 +446,8 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData) -> Non
             fit_entry(folder, data, root, other.claimdiff, retrievers, log)
         elif step.task == "calibrate":
             retrievers = ("bm25", "dense", *(("colbert",) if "colbert" in step.reads else ()))
-            eq, st = root / "equivalence", root / "relation"
-            st = st if bundle.is_bundle(st) else root / "stance"
+            eq, st = root / "equivalence", entry("relation")
+            st = st if bundle.is_bundle(st) else entry("stance")
             fitting.recalibrate(
                 folder,
                 data,

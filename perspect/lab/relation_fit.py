@@ -99,16 +99,27 @@ def fit(trunk, inference: Path, claimdiff: Path, seed: int, report: int) -> dict
     return out
 
 
-def fit_folder(folder: Path, inference: Path, claimdiff: Path) -> dict[str, Any]:
-    """Fit the decisions of the trained (unpacked) model in `folder` into its manifest."""
+def fit_folder(
+    folder: Path,
+    inference: Path,
+    claimdiff: Path,
+    seed: int | None = None,
+    report: int | None = None,
+) -> dict[str, Any]:
+    """Fit the decisions of the trained (unpacked) model in `folder` into its manifest, beside
+    the ones it has (the argument model's own cuts stay). `seed` and `report`: the held-out split
+    of the run whose rows are reported (default: the folder's own training run's)."""
     from perspect.reranker import factory
 
     man_path = folder / "manifest.json"
     man = json.loads(man_path.read_text())
     trunk = factory.load(["trunk"], factory.TORCH, entries={"trunk": folder}).trunk
-    seed = int(man["training"].get("seed", 29))
-    report = int(man.get("args", {}).get("nli_held", 3000))
-    man["decisions"] = fit(trunk, inference, claimdiff, seed, report)
+    seed = int(man["training"].get("seed", 29)) if seed is None else seed
+    report = int(man.get("args", {}).get("nli_held", 3000)) if report is None else report
+    man["decisions"] = {
+        **man.get("decisions", {}),
+        **fit(trunk, inference, claimdiff, seed, report),
+    }
     man_path.write_text(json.dumps(man, indent=2) + "\n")
     return man["decisions"]
 

@@ -7,7 +7,9 @@ model differs from its base in a few tensors. `pack` stores a trained model fold
 
 - the safetensors files, holding only the tensors that differ from the base's (large float tensors
   in float16, the rest as they are), with the full list of tensor names to rebuild;
-- the small files that differ from the base's (configs, manifests, heads, projections);
+- the small files that differ from the base's (configs, manifests, heads, projections); a large
+  JSON file that differs from its base twin in a few keys (a tokenizer.json with its own
+  truncation and padding) as those keys;
 - `bundle.json`: base id and the sha256 of the base weights it expects, every file's sha256,
   and the model's record (data checksums, hyper-parameters, code commit, time, dev metrics).
 
@@ -32,6 +34,7 @@ from typing import Any
 
 from perspect.core import paths
 from perspect.core.errors import ModelError
+from perspect.core.model import json_patch
 
 FORMAT = "perspect.bundle/1"
 MANIFEST = "bundle.json"
@@ -347,7 +350,7 @@ def pack(
             }
         elif twin is not None and twin.read_bytes() == f.read_bytes():
             from_base.append(rel)
-        elif twin is not None and (patch := _json_patch(f, twin)) is not None:
+        elif twin is not None and (patch := json_patch.diff(f, twin)) is not None:
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(json.dumps(patch, indent=1) + "\n")
             patched[rel] = twin.relative_to(base).as_posix()
@@ -422,38 +425,6 @@ def _weights_file(base: Path) -> Path:
         if (base / name).is_file():
             return base / name
     raise ModelError(f"no weights file in base model folder {base}")
-
-
-PATCH_MIN_BYTES = 100_000  # a JSON file this large is stored as its difference from the base's
-
-
-def _json_patch(f: Path, twin: Path) -> dict[str, Any] | None:
-    """{"set": keys whose values differ, "drop": keys the base has and `f` has not} of a large
-    JSON object against its base twin, where that is much smaller than `f`; else None."""
-    if f.suffix != ".json" or f.stat().st_size < PATCH_MIN_BYTES:
-        return None
-    try:
-        mine, theirs = json.loads(f.read_text()), json.loads(twin.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(mine, dict) or not isinstance(theirs, dict):
-        return None
-    patch = {
-        "set": {k: v for k, v in mine.items() if k not in theirs or theirs[k] != v},
-        "drop": [k for k in theirs if k not in mine],
-        "order": list(mine),
-    }
-    return patch if len(json.dumps(patch)) < f.stat().st_size // 4 else None
-
-
-def _unpatch(stored: Path, twin: Path, dst: Path) -> None:
-    """The JSON file `_json_patch` stored as a difference, whole again (its keys in order)."""
-    patch = json.loads(stored.read_text())
-    whole = {**json.loads(twin.read_text()), **patch["set"]}
-    for k in patch["drop"]:
-        whole.pop(k, None)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(json.dumps({k: whole[k] for k in patch["order"]}, ensure_ascii=False))
 
 
 def _base_twin(base: Path, rel: str, subdir: str) -> Path | None:
@@ -561,7 +532,7 @@ def _materialize(folder: Path) -> Path:
             _copy(_base_twin_path(base, rel, entry.base_subdir), staging / rel)
         for rel in entry.files:
             if rel in entry.patched:
-                _unpatch(entry.folder / rel, base / entry.patched[rel], staging / rel)
+                json_patch.whole(entry.folder / rel, base / entry.patched[rel], staging / rel)
             elif rel not in entry.weights:
                 _copy(entry.folder / rel, staging / rel)
         for rel, spec in entry.weights.items():
