@@ -334,6 +334,11 @@ class StanceTrunk:
         the joint form, for judgments small enough to pay all layers per pair (compare)."""
         if not len(a):
             return self._probs(head, np.zeros((0, sum(self.heads.values()))))
+        return self._probs(head, self._top(self.joint_states(a, b, batch), batch))
+
+    def joint_states(self, a: Sequence[str], b: Sequence[str], batch: int = 32) -> list[np.ndarray]:
+        """Each pair's token states after the lower layers, read together (the joint form's
+        input to the top layers), batched by length."""
         seqs: list[np.ndarray] = [np.zeros(0)] * len(a)
         order = sorted(range(len(a)), key=lambda i: len(a[i]) + len(b[i]))
         for s in range(0, len(order), batch):
@@ -342,7 +347,7 @@ class StanceTrunk:
             h = self._lower_run(ids, mask)
             for j, i in enumerate(idx):
                 seqs[i] = np.asarray(h[j, : int(mask[j].sum())], dtype=np.float32)
-        return self._probs(head, self._top(seqs, batch))
+        return seqs
 
     def _probs(self, head: str, logits: np.ndarray) -> np.ndarray:
         z = np.asarray(logits[:, self.columns[head]], dtype=np.float64)

@@ -13,9 +13,10 @@ by premise (the first 3,000 decomposed, the first 1,500 joint, as its manifest r
 PERSPECTRUM equivalence pairs (dev claims held out), ClaimDiff's fit and dev topics. Pooled
 features are cached per set under the work folder (outside the repository), so a run resumes.
 
-Run: python -m perspect.lab.argument_heads --work DIR [--argument models/argument]
-[--relation models/relation] [--out DIR]: writes `heads.json` (the report) and, with --out, a
-copy of the argument entry's unpacked folder with the three heads added.
+Run: `make models STEPS=heads` (fit_entry: the heads written into the argument entry), or for the
+report alone python -m perspect.lab.argument_heads --work DIR [--argument models/argument]
+[--relation DIR] (the relation model's folder, for the baseline): `heads.json` and
+`heads.safetensors` in DIR.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def equivalence_pairs(data: Path, rng: random.Random, n: int) -> list[tuple[str,
 
 class Features:
     """Mean-pooled top-layer states of one trunk (what every head reads), decomposed over lower
-    states shared between trunks (the same frozen base) or joint; cached per set as .npy."""
+    states shared between trunks (`lower`: the same frozen base, each text once) or joint;
+    cached per set as .npy."""
 
     def __init__(self, trunk, lower: Callable[[Sequence[str]], list[np.ndarray]], work: Path):
         self.trunk, self.lower, self.work = trunk, lower, work
@@ -123,7 +125,7 @@ class Features:
             return np.load(path)
         t0 = time.perf_counter()
         if joint:
-            seqs = self._joint_lower(pairs)
+            seqs = self.trunk.joint_states([a for a, _ in pairs], [b for _, b in pairs])
         else:
             states = dict(zip(*self._lowered([t for p in pairs for t in p]), strict=True))
             seqs = [np.concatenate([states[a], states[b]]).astype(np.float32) for a, b in pairs]
@@ -135,34 +137,6 @@ class Features:
     def _lowered(self, texts: list[str]) -> tuple[list[str], list[np.ndarray]]:
         uniq = list(dict.fromkeys(texts))
         return uniq, self.lower(uniq)
-
-    def _joint_lower(self, pairs: Sequence[tuple[str, str]]) -> list[np.ndarray]:
-        t = self.trunk
-        seqs: list[np.ndarray] = [np.zeros(0)] * len(pairs)
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        for s in range(0, len(order), 32):
-            idx = order[s : s + 32]
-            ids, mask = t._encode([pairs[i][0] for i in idx], [pairs[i][1] for i in idx])
-            h = t._lower_run(ids, mask)
-            for j, i in enumerate(idx):
-                seqs[i] = np.asarray(h[j, : int(mask[j].sum())], dtype=np.float32)
-        return seqs
-
-
-class LowerCache:
-    """Lower states per text, computed once for both trunks (their lower layers are one frozen
-    base: checked by the trunks' states keys)."""
-
-    def __init__(self, trunk):
-        self.trunk = trunk
-        self.cache: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: Sequence[str]) -> list[np.ndarray]:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        for s in range(0, len(todo), 2048):
-            chunk = todo[s : s + 2048]
-            self.cache.update(zip(chunk, self.trunk.lower(chunk), strict=True))
-        return [self.cache[t] for t in texts]
 
 
 def fit_head(
@@ -247,12 +221,12 @@ def _weights_key(trunk) -> str:
 
 HELD_SETS = ("nli_held", "nli_joint_held", "equivalence_dev", "claimdiff_dev")
 JOINT = ("nli_joint_fit", "nli_joint_held")
-HEAD_OF = {"nli": "nli", "equivalence": "equivalence", "claimdiff": "claimdiff"}
 
 
 def run(args, log=print) -> dict:
     import torch
 
+    from perspect.lab.argument_eval import StateCache
     from perspect.reranker import factory
 
     def trunk(folder, serving):
@@ -268,7 +242,7 @@ def run(args, log=print) -> dict:
         if arg.states_key != rel.states_key:
             raise SystemExit("the two trunks' lower layers differ: their states cannot be shared")
     served = trunk(args.argument, factory.Serving())  # lower layers on ONNX Runtime
-    lower = LowerCache(served if served.served else arg)
+    lower = StateCache((served if served.served else arg).lower).get
     feats = {"argument": Features(arg, lower, args.work / f"argument-{_weights_key(arg)}")}
     if rel is not None:
         feats["relation"] = Features(rel, lower, args.work / f"relation-{_weights_key(rel)}")
@@ -389,7 +363,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--argument", type=Path, default=Path("models/argument"))
-    ap.add_argument("--relation", type=Path, default=Path("models/relation"))
+    ap.add_argument("--relation", type=Path, default=None, help="the relation model (baseline)")
     ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
     ap.add_argument("--claimdiff", type=Path, default=Path("data/claimdiff"))
     ap.add_argument("--inference", type=Path, default=Path("../shared/data/inference"))

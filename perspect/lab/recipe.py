@@ -12,7 +12,8 @@ Intermediate stages (`Step.ships` False: the trunks the argument model descends 
 user's cache; a step reading one depends on its inputs key, and it runs only where a step that
 starts from it must.
 
-Why one module: the recipe, its keys and the runner that plans and resumes it change together (a step added is a key, a plan and a run branch).
+Why one module: the recipe, its keys and the runner that plans and resumes it change together
+(a step added is a key, a plan and a run branch).
 """
 
 from __future__ import annotations

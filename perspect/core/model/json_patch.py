@@ -34,8 +34,8 @@ def diff(f: Path, twin: Path) -> dict[str, Any] | None:
 def whole(stored: Path, twin: Path, dst: Path) -> None:
     """The JSON file `diff` stored as a difference, whole again (its keys in order)."""
     patch = json.loads(stored.read_text())
-    whole = {**json.loads(twin.read_text()), **patch["set"]}
+    got = {**json.loads(twin.read_text()), **patch["set"]}
     for k in patch["drop"]:
-        whole.pop(k, None)
+        got.pop(k, None)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(json.dumps({k: whole[k] for k in patch["order"]}, ensure_ascii=False))
+    dst.write_text(json.dumps({k: got[k] for k in patch["order"]}, ensure_ascii=False))
