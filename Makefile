@@ -68,14 +68,16 @@ demo: setup data
 	@$(BIN)/perspect models verify
 	@echo "demo: exporting ONNX graphs (perspect models prepare; the build compiles PLAID's kernels)..."
 	@$(BIN)/perspect models prepare --no-kernels
-	@echo "demo: building the index 'default' (perspect index build)..."
-	@$(BIN)/perspect index build --name default \
+	@echo "demo: building the index 'default' until it is searchable (perspect index build --pending)..."
+	@$(BIN)/perspect index build --name default --pending \
 	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
 	       [ -f $$f ] && echo "--evidence $$f" && break; done) \
 	  $$([ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl")
 	@echo "demo: perspect search \"$(CLAIM)\" --index default --k 10"
 	@$(BIN)/perspect search "$(CLAIM)" --index default --k 10
+	@echo "demo: completing the index (perspect index complete: evidence and news vectors, ColBERT over news, links)..."
+	@$(BIN)/perspect index complete --name default
 
 # Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, three
 # stance rounds, equivalence cross-encoder, ColBERT, calibration, ClaimDiff comparator. Each step skips itself when its

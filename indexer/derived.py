@@ -26,11 +26,13 @@ def link(
         return
     if not IndexConfig.from_json(manifest["config"]).links:
         return
-    kinds = set(manifest["config"]["retrievers"]) & {"bm25", "dense"}
+    cfg = IndexConfig.from_json(manifest["config"])
+    # those the evidence pool has in this version (a first, searchable one: BM25 alone,
+    # indexer.pending)
+    kinds = set(cfg.for_pool("evidence")) & {"bm25", "dense"}
     if not kinds:
         return
     t0 = time.perf_counter()
-    cfg = IndexConfig.from_json(manifest["config"])
     store = ItemStore(version / "perspectives", readonly=True)
     if pids is None:
         items = [(it.id, it.text) for it in store]

@@ -34,11 +34,13 @@ def index_config(
     es_url: str | None = None,
     note: Callable[[str], None] = lambda msg: None,
     colbert_pools: Sequence[str] | None = None,
+    stance_states: bool = False,
 ) -> IndexConfig:
     """Retrievers and their settings for a build: as given, from a colbert-ai plan.json, or the
     defaults (BM25 + dense, + ColBERT where its model exists). Model paths are resolved, since
     the index records them and keeps using them. `note` hears what was chosen for the user.
-    `colbert_pools`: the pools ColBERT indexes (default COLBERT_POOLS; every pool: POOLS)."""
+    `colbert_pools`: the pools ColBERT indexes (default COLBERT_POOLS; every pool: POOLS);
+    `stance_states`: store every item's lower states at build time instead of at first touch."""
     if retrievers:
         chosen = tuple(retrievers)
     else:
@@ -100,7 +102,7 @@ def index_config(
             backends[kind] = {**backends.get(kind, {}), "engine": engine, "url": redact(url)}
     elif engine != "embedded":
         raise PerspectError(f"unknown backend {engine!r}", hint="embedded or elasticsearch")
-    return IndexConfig(retrievers=chosen, backends=backends)
+    return IndexConfig(retrievers=chosen, backends=backends, stance_states=stance_states)
 
 
 def _plan_model(checkpoint: str, note: Callable[[str], None]) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import shutil
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from perspect.core.index.stance_states import STATES, States
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import NullReporter, Reporter, Timed
 from perspect.core.types import ARTICLE_POOLS, POOLS, Item
-from perspect.indexer import derived, states
+from perspect.indexer import derived, pending, states
 from perspect.indexer.check_search import check_in_child
 from perspect.indexer.judged_links import judge_links
 from perspect.indexer.links import Links
@@ -121,22 +121,83 @@ class Indexer:
 
     # -- public operations ---------------------------------------------------------------------
     @_plain_environment_errors
-    def build(self, sources: Sequence[Source]) -> WriteReport:
-        """Build (or rebuild) the whole index from `sources`; the old one serves until the swap."""
+    def build(
+        self,
+        sources: Sequence[Source],
+        early: bool = True,
+        leave_pending: bool = False,
+        on_searchable: Callable[[str], None] | None = None,
+    ) -> WriteReport:
+        """Build (or rebuild) the whole index from `sources`; the old one serves until the swap.
+        `early`: publish a searchable version first (indexer.pending: the perspectives through
+        every retriever, the other pools through BM25), telling `on_searchable` its name, then
+        the complete one; `leave_pending`: stop after the first (`complete` finishes it)."""
         if not any(s.pool == "perspectives" for s in sources):
             raise PerspectError("a build needs a perspective pool", hint="pass --perspectives FILE")
         config = self.config or IndexConfig(retrievers=default_retrievers())
         batches = self._read_all(sources)
+        pools = sorted({s.pool for s in sources})
+        first = pending.first_config(config, pools) if early else None
         with self.dir.writer_lock():
             version = self.dir.new_version()
             try:
-                manifest = mf.new_manifest(self.name, config.to_json())
+                manifest = mf.new_manifest(self.name, (first or config).to_json())
+                if first is not None:
+                    manifest["pending"] = pending.entry(config, first, pools)
                 report = self._write(version, manifest, batches, op="build")
             except BaseException:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
             self._publish(version)
-        return report
+        if first is None:
+            return report
+        if on_searchable is not None:
+            on_searchable(version.name)
+        if leave_pending:
+            return report
+        done = self.complete()
+        return replace(report, version=done["version"]) if done else report
+
+    @_plain_environment_errors
+    def complete(self) -> dict[str, Any] | None:
+        """The version a build left pending (indexer.pending), completed: the backends its first
+        version left out, the links fused with the dense retriever and their cited sentences,
+        the states where the index stores them. Searches keep the first version until the swap;
+        None where nothing is pending."""
+        with self.dir.writer_lock():
+            live = self.dir.current()
+            manifest = mf.load(live)
+            if not manifest.get("pending"):
+                return None
+            integrity.check(live, manifest)
+            full = IndexConfig.from_json(manifest["pending"]["config"])
+            pools = list(manifest["pools"])
+            todo = pending.late(full, IndexConfig.from_json(manifest["config"]), pools)
+            version = self._clone(live, manifest, [*todo, LINKS, *(f"{p}/{STATES}" for p in pools)])
+            try:
+                manifest["config"] = full.to_json()
+                for entry in todo:
+                    pool, kind = entry.split("/")
+                    store = ItemStore(version / pool, readonly=True)
+                    cls = backend_class(kind, full.backends.get(kind, {}))
+                    self._rebuild_backend(cls, version / pool / kind, store, manifest, "indexing")
+                    manifest["pools"][pool] = self._pool_entry(store, manifest)
+                    store.close()
+                (version / LINKS).unlink(missing_ok=True)  # made anew, never read
+                self._link(version, manifest)
+                for pool in states.STATE_POOLS:
+                    if pool in pools:
+                        states.store(version, manifest, pool, None, self.reporter, self.remote)
+                judge_links(version, manifest, self.reporter)
+                del manifest["pending"]
+                manifest["operations"].append({"op": "complete", "added": todo, "at": mf.now()})
+                manifest["stages"] = [*manifest.get("stages", []), *self.reporter.take()]
+                mf.save(version, manifest)
+            except BaseException:
+                shutil.rmtree(version, ignore_errors=True)
+                raise
+            self._publish(version)
+        return {**manifest, "version": version.name}
 
     @_plain_environment_errors
     def add(self, sources: Sequence[Source]) -> WriteReport:
@@ -476,7 +537,12 @@ class Indexer:
         derived.link(version, manifest, self.reporter, pids)
 
     def _rebuild_backend(
-        self, cls: type[Backend], folder: Path, store: ItemStore, manifest: dict[str, Any]
+        self,
+        cls: type[Backend],
+        folder: Path,
+        store: ItemStore,
+        manifest: dict[str, Any],
+        verb: str = "rebuilding",
     ) -> None:
         """Re-create one backend of a pool from the item store (e.g. ColBERT centroids gone stale,
         or a new encoder)."""
@@ -486,8 +552,12 @@ class Indexer:
             shutil.rmtree(folder)
         fresh = cls.create(folder, cfg.backends.get(cls.kind, {}))
         pool = folder.parent.name
-        with self.reporter.stage(f"rebuilding {pool} ({cls.kind})", total=len(items)) as adv:
-            fresh.add(items, progress=adv)
+        with self.reporter.stage(f"{verb} {pool} ({cls.kind})", total=len(items)) as adv:
+            if self.remote is not None and fresh.encodes and items:
+                texts = [it.text for it in items]
+                fresh.add_documents([it.id for it in items], self.remote.encode(fresh, texts, adv))
+            else:
+                fresh.add(items, progress=adv)
             fresh.commit()
         fresh.close()
         manifest["operations"].append(

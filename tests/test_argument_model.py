@@ -171,15 +171,19 @@ def test_a_sentence_judged_once_is_read_back_from_the_index_by_a_new_process(mod
     process) reads it instead of running the model; a damaged file is computed again."""
     from types import SimpleNamespace
 
+    from perspect.core.index.kept_states import KEPT
     from perspect.core.index.links import Link
     from perspect.pipeline.arguing import JUDGMENTS, Arguing
 
-    searcher = SimpleNamespace(dir=SimpleNamespace(root=tmp_path), stance_states=lambda: None)
+    searcher = SimpleNamespace(
+        dir=SimpleNamespace(root=tmp_path), pools={"perspectives": 1}, stance_states=lambda p: None
+    )
     para = SimpleNamespace(text="Zoo cages are tiny. Animals kept in them pace and suffer.")
     links = [[Link("e1", 0.5, 0.5, why=(20, len(para.text)))]]
     texts = {"p1": "Keeping animals in zoos is cruel."}
     first = Arguing(model, searcher).judge_links(["p1"], texts, links, {"e1": para})
     assert first[0][0].entail is not None and (tmp_path / JUDGMENTS).is_file()
+    assert (tmp_path / KEPT).is_file()  # and both texts' lower states (pipeline.lower)
 
     def no_model(*_a, **_k):
         raise AssertionError("the model ran for a judgment kept with the index")

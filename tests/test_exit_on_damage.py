@@ -38,8 +38,8 @@ INDEX_FILES = [
     "perspectives/colbert/plaid/ivf.pid.pt",
     "perspectives/dense/vectors.faiss",
     "perspectives/items.sqlite",
-    "perspectives/stance_states.sqlite",
-]
+]  # a version stores no lower states by default (issue 62); the kept ones are a cache, whose
+# damage costs only speed (tests/test_stance_trunk.py)
 # the pair model's served graph (named by the ONNX Runtime version) and the comparator's weights
 MODEL_FILES = ["pair/onnx/pair.opt-*.onnx", "comparator/heads.safetensors"]
 

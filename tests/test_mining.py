@@ -136,7 +136,8 @@ def home(tmp_path_factory, monkeypatch_module):
     d = tmp_path_factory.mktemp("mining")
     pf = write_json(d / "p.json", [{"id": i, "text": t} for i, t, _ in POOL])
     ef = write_json(d / "e.json", [{"id": i, "text": t} for i, t in EVIDENCE])
-    config = api.index_config(["bm25", "dense", "colbert"])
+    # the documents' states stored at build time (`--stance-states`): what the first test reads
+    config = api.index_config(["bm25", "dense", "colbert"], stance_states=True)
     for name in ("plain", "mine"):
         api.build_index(name, [Source("perspectives", pf), Source("evidence", ef)],
                         home=d, config=config)  # fmt: skip

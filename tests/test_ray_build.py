@@ -73,7 +73,7 @@ def bundle_env():
 def home(tmp_path_factory, pools, cluster, bundle_env):
     """Both indexes built with the same models, one embedded and one on the cluster."""
     d = tmp_path_factory.mktemp("ray_home")
-    config = api.index_config(RETRIEVERS)
+    config = api.index_config(RETRIEVERS, stance_states=True)  # the states' pass on the cluster too
     api.build_index("embedded", pools, home=d, config=config)
     api.build_index("onray", pools, home=d, config=config, ray=cluster[0].address)
     return d
@@ -137,7 +137,7 @@ def test_a_node_lost_mid_build_costs_only_its_batches(cluster, pools, tmp_path, 
             return super().stage(name, total)
 
     report = api.build_index(
-        "lost", pools, home=tmp_path, config=api.index_config(RETRIEVERS),
+        "lost", pools, home=tmp_path, config=api.index_config(RETRIEVERS, stance_states=True),
         reporter=Reporter(), ray=c.address,
     )  # fmt: skip
     assert lost.is_set()

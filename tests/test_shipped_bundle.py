@@ -110,26 +110,36 @@ def test_the_bundle_verifies_and_fits_its_budget():
         assert e.record.get("data") and e.record.get("code")
 
 
-def test_stance_comes_from_the_shipped_trunk_over_stored_states(shipped):
-    """The pair model names the stance trunk; the index stores its states of every perspective,
-    and a search's P(support) is the trunk's, read through them."""
+def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
+    """The pair model names the trunk; the build stores no lower states (issue 62): a search
+    computes those of its kept candidates once and keeps them with the index, its P(support) the
+    trunk's; the idle fill of a long-lived process keeps the rest, after which a fresh reader
+    (another process) computes none."""
     import numpy as np
 
+    from perspect.core.index.kept_states import KeptStates
+    from perspect.pipeline.lower import LowerStates
     from perspect.pipeline.stance import StanceScorer
     from perspect.reranker import stance_trunk
 
     engine = shipped.engine()
-    assert engine.stance.trunk is not None and engine.stance.trunk.served
-    states = shipped._searcher.stance_states()
-    assert states is not None and states.count() == len(POOL)
-    assert states.key == engine.stance.trunk.states_key
+    trunk = engine.stance.trunk
+    assert trunk is not None and trunk.served
+    assert shipped._searcher.stance_states() is None  # none stored at build time
     res = shipped.search(CLAIM)
+    kept = KeptStates(shipped._searcher.dir.root)
+    texts = [t for _, t, _ in POOL]
+    assert 0 < kept.count() and len(kept.missing(trunk.states_key, texts)) < len(POOL)
     members = [m for c in res.clusters for m in c.members]
     text = {i: t for i, t, _ in POOL}
-    direct = StanceScorer(engine.model, engine.stance.trunk)(
-        CLAIM, [text[m.id] for m in members]
-    )  # no ids: lower layers computed, not read
+    direct = StanceScorer(engine.model, trunk)(CLAIM, [text[m.id] for m in members])
     np.testing.assert_allclose([m.support for m in members], direct, atol=0.03)
+    job = shipped.fill_in_background()
+    job.thread.join(300)
+    assert not job.running and kept.missing(trunk.states_key, texts) == []
+    fresh = LowerStates(trunk, shipped._searcher)
+    fresh(texts, [i for i, _, _ in POOL])
+    assert fresh.computed == 0
     assert stance_trunk.path_for(engine.model.manifest, engine.model.origin) is not None
 
 

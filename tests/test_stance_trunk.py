@@ -206,7 +206,7 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
 
     monkeypatch.setattr(stance_trunk, "bundled", lambda: tiny_trunk)
     trunk = StanceTrunk.load(tiny_trunk)
-    ix = Indexer("s", home=home)
+    ix = Indexer("s", home=home, config=IndexConfig(stance_states=True))
     ix.build([Source("perspectives", pools["perspectives"])])
 
     def stored() -> dict:
@@ -246,19 +246,30 @@ def test_the_index_keeps_states_through_builds_adds_and_deletes(
     np.testing.assert_allclose(from_index, on_the_spot, atol=3e-2)
     s.close()
 
-    # an index built without states answers the same, computing them
-    Indexer("plain", home=home, config=IndexConfig(stance_states=False)).build(
-        [Source("perspectives", pools["perspectives"])]
-    )
+    # an index built without states (the default) answers the same, computing them at first
+    # touch and keeping them with the index: a new scorer (a new process) computes none, and
+    # neither after an add and a rebuild
+    plain_ix = Indexer("plain", home=home)
+    plain_ix.build([Source("perspectives", pools["perspectives"])])
     s = Searcher("plain", home=home)
     assert s.stance_states() is None
     plain = StanceScorer(argparse.Namespace(manifest=manifest), trunk, s)
+    calls.clear()
     np.testing.assert_allclose(plain(claim, texts, ids), on_the_spot)
+    assert calls == [3] and plain.lower.computed == 3
+    s.close()
+    plain_ix.add([Source("perspectives", more)])
+    plain_ix.rebuild("bm25")
+    s = Searcher("plain", home=home)
+    calls.clear()
+    again = StanceScorer(argparse.Namespace(manifest=manifest), trunk, s)
+    np.testing.assert_allclose(again(claim, texts, ids), on_the_spot)
+    assert calls == [] and again.lower.computed == 0
     s.close()
     # ... until `perspect index rebuild --retriever stance` stores them
     Indexer("plain", home=home).store_stance_states()
     s = Searcher("plain", home=home)
-    assert s.stance_states().count() == len(PERSPECTIVES)
+    assert s.stance_states().count() == len(PERSPECTIVES) + 1  # and the one added
     calls.clear()
     restored = StanceScorer(argparse.Namespace(manifest=manifest), trunk, s)
     np.testing.assert_allclose(restored(claim, texts, ids), from_index)
@@ -467,3 +478,50 @@ def test_the_claims_negation_is_read_the_other_way_round_at_the_fitted_weight(
     np.testing.assert_allclose(mixed, 0.7 * own + 0.3 * (1 - denial), atol=1e-6)
     model.manifest["stance_trunk"]["negation"] = {"weight": 0.0}
     np.testing.assert_allclose(StanceScorer(model, trunk)(claim, some), own)
+
+
+def test_lower_states_are_paid_once_kept_by_text_and_filled_while_idle(tiny_trunk, tmp_path):
+    """pipeline.lower: a text's states are computed once and kept in the index's folder by
+    text; a damaged store is read as empty (computed again, nothing raised); `fill` computes only
+    what is missing, waits while a search is in flight, and stops when cancelled."""
+    import threading
+    from types import SimpleNamespace
+
+    from perspect.core.index.kept_states import KEPT, KeptStates
+    from perspect.pipeline.lower import LowerStates
+    from perspect.reranker.stance_trunk import StanceTrunk
+
+    trunk = StanceTrunk.load(tiny_trunk)
+    searcher = SimpleNamespace(dir=SimpleNamespace(root=tmp_path), pools={})
+    texts = [p["text"] for p in PERSPECTIVES]
+    first = LowerStates(trunk, searcher)
+    a = first(texts[:3])
+    assert first.computed == 3 and KeptStates(tmp_path).count() == 3
+    assert first(texts[:3]) and first.computed == 3  # remembered by this process
+    second = LowerStates(trunk, searcher)  # another process: read back, the same values
+    for x, y in zip(a, second(texts[:3]), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert second.computed == 0
+
+    busy = threading.Event()
+    cancel = threading.Event()
+    busy.set()
+    filled: list[int] = []
+    filler = threading.Thread(
+        target=lambda: filled.append(second.fill(texts, busy.is_set, cancel)), daemon=True
+    )
+    filler.start()
+    filler.join(0.6)
+    assert filler.is_alive() and second.computed == 0  # a search in flight: nothing computed
+    busy.clear()
+    filler.join(30)
+    assert filled == [len(texts) - 3] and KeptStates(tmp_path).count() == len(texts)
+    assert KeptStates(tmp_path).missing(trunk.states_key, texts) == []
+    cancel.set()
+    assert LowerStates(trunk, searcher).fill(["A text never seen."], lambda: False, cancel) == 0
+
+    (tmp_path / KEPT).write_bytes(b"not a database")
+    third = LowerStates(trunk, searcher)
+    for x, y in zip(a, third(texts[:3]), strict=True):
+        np.testing.assert_allclose(x, y, atol=1e-6)
+    assert third.computed == 3  # computed again; the damaged store left alone

@@ -22,6 +22,8 @@ below, so splitting them further would scatter the surface without shortening an
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +41,7 @@ from perspect.api.bundle_ops import (
     verify_models,
 )
 from perspect.api.loads import MODEL_LOADS
-from perspect.core import paths
+from perspect.core import background, paths
 from perspect.core.errors import (
     Cancelled,
     IndexBusy,
@@ -71,6 +73,8 @@ from perspect.lab.train_tasks import ENCODERS, TRAIN_TASKS, TrainResult
 from perspect.pipeline.engine import Engine, EngineConfig, ProgressCallback, fast_config
 from perspect.reranker.factory import Prepared
 from perspect.retriever.searcher import Searcher
+
+log = logging.getLogger(__name__)
 
 
 class Perspect:
@@ -161,6 +165,25 @@ class Perspect:
         )
         return SearchResult(claim, (), Coverage(0, 0, warning), hits.hits, hits.took_ms)
 
+    def fill_in_background(self) -> background.Job | None:
+        """Keep the lower states of the perspectives no search has touched yet, on a background
+        job at low priority that computes nothing while a search runs in this process
+        (`Engine.fill_idle`): what a long-lived process (`perspect serve`, the TUI) starts once
+        its models are loaded. None without models."""
+        if not self.has_models:
+            return None
+        engine = self.engine()
+
+        def work(cancel: threading.Event) -> None:
+            with contextlib.suppress(OSError, AttributeError):  # Linux: this thread alone
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            try:
+                engine.fill_idle(cancel)
+            except Exception:  # a cache of the index: a failed fill costs only speed
+                log.exception("filling in the lower states of %s failed", self.name)
+
+        return background.start("perspect-fill", work)
+
     @contextmanager
     def pinned(self) -> Iterator[str]:
         """Hold one version of the index for the searches inside (in this thread) and yield its
@@ -240,6 +263,7 @@ class PerspectService:
         self.index, self.home, self.model, self.fast = index, home, model, fast
         self._perspect: Perspect | None = None
         self._lock = threading.Lock()
+        self._fill: background.Job | bool | None = None  # the idle fill, once started
 
     def _open(self) -> Perspect:
         with self._lock:
@@ -265,7 +289,12 @@ class PerspectService:
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> SearchResult:
-        return self._open().search(claim, progress=progress, cancel=cancel)
+        p = self._open()
+        result = p.search(claim, progress=progress, cancel=cancel)
+        with self._lock:  # the models are loaded now: fill in the rest while the reader reads
+            if self._fill is None and p.models_loaded:
+                self._fill = p.fill_in_background() or False
+        return result
 
     def compare(self, a: str | Path, b: str | Path):
         return compare(a, b)
@@ -277,6 +306,8 @@ class PerspectService:
         return self._open().context(sentence_id, pool)
 
     def close(self) -> None:
+        if isinstance(self._fill, background.Job):
+            self._fill.stop(timeout=5)
         if self._perspect is not None:
             self._perspect.close()
 
@@ -299,6 +330,7 @@ __all__ = [
     "build_index",
     "check_engine",
     "compare",
+    "complete_index",
     "delete_from_index",
     "evaluate_claimdiff",
     "evaluate_perspectrum",
@@ -326,16 +358,32 @@ def build_index(
     reporter: Reporter | None = None,
     skip_bad: bool = False,
     ray: str | None = None,
+    leave_pending: bool = False,
+    on_searchable: Callable[[str], None] | None = None,
 ) -> WriteReport:
     """A new version of index `name` from `sources` (the previous version stays searchable
-    until this one is complete); `ray`: a Ray cluster's address ("auto") where the models'
-    passes run (indexer.ray_build), the same index written."""
+    until this one is ready); `ray`: a Ray cluster's address ("auto") where the models' passes
+    run (indexer.ray_build), the same index written. The build publishes a searchable version
+    first (indexer.pending), named to `on_searchable`, then completes it, unless
+    `leave_pending` (`complete_index` does the rest)."""
     config = config or index_config()
     with _remote(ray) as remote:
         indexer = Indexer(
             name, home=home, config=config, reporter=reporter, skip_bad=skip_bad, remote=remote
         )
-        return indexer.build(sources)
+        return indexer.build(sources, leave_pending=leave_pending, on_searchable=on_searchable)
+
+
+def complete_index(
+    name: str,
+    home: str | Path | None = None,
+    reporter: Reporter | None = None,
+    ray: str | None = None,
+) -> dict[str, Any] | None:
+    """What a build left pending (`build_index(leave_pending=True)`), done and published: the
+    complete version's manifest, or None where nothing was pending."""
+    with _remote(ray) as remote:
+        return Indexer(name, home=home, reporter=reporter, remote=remote).complete()
 
 
 @contextlib.contextmanager

@@ -1,8 +1,10 @@
-"""`perspect index build|add|rebuild|delete|status`: writes go through the API, with rich bars."""
+"""`perspect index build|complete|add|rebuild|delete|status`: writes go through the API, with rich
+bars."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from perspect.cli.common import (
@@ -68,6 +70,7 @@ def _index_config(args: argparse.Namespace):
         es_url=args.es_url,
         note=lambda msg: console(stderr=True).print(f"[yellow]note:[/] {literal(msg)}"),
         colbert_pools=_pools(args.colbert_pools),
+        stance_states=args.stance_states,
     )
 
 
@@ -83,6 +86,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
     engine_args(args)
     config = _index_config(args)
+
+    def searchable(version: str) -> None:
+        rest = (
+            f"the rest: perspect index complete --name {args.name}"
+            if args.pending
+            else "completing the rest"
+        )
+        console().print(f"[green]✓[/] {args.name!r} is searchable ({version}); {rest}")
+
     with RichReporter(quiet=args.quiet) as rep:
         report = api.build_index(
             args.name,
@@ -92,9 +104,39 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             reporter=rep,
             skip_bad=args.skip_bad,
             ray=args.ray,
+            leave_pending=args.pending,
+            on_searchable=searchable,
         )
     _print_report(report, "built")
     return 0
+
+
+def cmd_index_complete(args: argparse.Namespace) -> int:
+    from perspect import api
+    from perspect.core.presentation.progress_bars import RichReporter
+
+    t0 = time.perf_counter()
+    with RichReporter(quiet=args.quiet) as rep:
+        manifest = api.complete_index(args.name, home=args.home, reporter=rep, ray=args.ray)
+    if manifest is None:
+        console().print(f"{args.name!r} is complete already: nothing was pending")
+        return 0
+    console().print(
+        f"[green]✓[/] {args.name!r} is complete ({manifest['version']}, "
+        f"{time.perf_counter() - t0:.0f} s)"
+    )
+    return 0
+
+
+def pending_line(manifest: dict, name: str) -> str | None:
+    """What the live version of a build still waits for (its first, searchable version)."""
+    got = manifest.get("pending")
+    if not got:
+        return None
+    return (
+        f"{name}: searchable; pending: {', '.join(got.get('work', []))} "
+        f"(perspect index complete --name {name})"
+    )
 
 
 def _urls(args: argparse.Namespace) -> list[str]:
@@ -206,6 +248,10 @@ def cmd_index_status(args: argparse.Namespace) -> int:
                 m["updated_at"] if i == 0 else "",
             )
     console().print(t)
+    for m in rows:
+        line = None if m.get("damaged") else pending_line(m, m["name"])
+        if line:
+            console().print(f"[yellow]{literal(line)}[/]", soft_wrap=True)
     err = console(stderr=True)
     for m in damaged:
         err.print(f"[bold red]error:[/] {literal(m['damaged'])}", highlight=False, soft_wrap=True)
@@ -264,11 +310,31 @@ def register(sub) -> None:
         metavar="PLAN_JSON",
         help="take ColBERT settings from a colbert-ai/RAGatouille plan.json or metadata.json",
     )
+    b.add_argument(
+        "--stance-states",
+        action="store_true",
+        help="store every perspective's and document sentence's lower states now (slower build; "
+        "by default a search computes those it needs once and keeps them with the index)",
+    )
     add_pool_inputs(b)
     add_home(b)
+    b.add_argument(
+        "--pending",
+        action="store_true",
+        help="stop once the index is searchable (the perspectives through every retriever, the "
+        "other pools through BM25); `perspect index complete` does the rest",
+    )
     add_backend(b, build=True)
     add_ray(b)
     b.set_defaults(func=cmd_index_build)
+    c = idx.add_parser(
+        "complete", help="finish what `index build --pending` left: vectors, ColBERT, links"
+    )
+    c.add_argument("--name", required=True)
+    c.add_argument("-q", "--quiet", action="store_true")
+    add_home(c)
+    add_ray(c)
+    c.set_defaults(func=cmd_index_complete)
     a = idx.add_parser("add", help="add or replace items in an existing index")
     a.add_argument("--name", required=True)
     add_pool_inputs(a)

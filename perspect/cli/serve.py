@@ -31,6 +31,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             time_budget_s=args.time_budget,
             concurrent_searches=args.concurrent_searches,
             access_log=args.access_log,
+            idle_fill=not args.no_idle_fill,
         )
     )
     return 0
@@ -66,5 +67,11 @@ def register(sub) -> None:
         help="searches run at once per worker; the rest queue (default 2: this machine's cores)",
     )
     s.add_argument("--access-log", action="store_true", help="log every request")
+    s.add_argument(
+        "--no-idle-fill",
+        action="store_true",
+        help="do not compute the perspectives' lower states while idle (by default the server "
+        "keeps them with the index, so that a claim's first search computes none)",
+    )
     add_home(s)
     s.set_defaults(func=cmd_serve)

@@ -2,8 +2,8 @@
 a side on the claim at all, and does the cited sentence of a linked paragraph argue for its
 perspective, against it, or neither.
 
-Both read stored lower states where the index has them (a perspective's, under the key the
-argument model shares with the stance trunk) and compute the others. The judgment of a
+Both read lower states the one way a search does (pipeline.lower: paid once, kept with the
+index). The judgment of a
 (perspective, sentence) pair does not depend on the claim: it is computed the first time a search
 shows the pair and kept with the index (`JUDGMENTS`, keyed by the model and both texts, so adds
 and deletes never make one stale), and in memory for this process. Why not all at build time:
@@ -23,23 +23,25 @@ from dataclasses import replace
 import numpy as np
 
 from perspect.core.index.links import Link
-from perspect.core.index.stance_states import dequantize
 from perspect.core.result import Member
+from perspect.pipeline.lower import LowerStates
 from perspect.reranker.argument import NEITHER, ArgumentModel
 
 CACHED = 50_000  # (perspective, sentence) judgments kept per process
 JUDGMENTS = "argument_judgments.sqlite"  # in the index's folder, beside its versions
-SENTENCES_KEPT = 5_000  # sentences whose lower states are kept per process
 
 
 class Arguing:
     """The argument model bound to one index's stored states (None: that index stores none)."""
 
-    def __init__(self, model: ArgumentModel, searcher):
+    def __init__(self, model: ArgumentModel, searcher, lower: LowerStates | None = None):
+        """`lower`: the lower states the search reads already (the stance trunk's), where they
+        are this model's too (the same key); else its own."""
         self.model, self.searcher = model, searcher
         self.cuts = model.cuts
         self._pairs: OrderedDict[tuple[str, str, str], tuple[float, float]] = OrderedDict()
-        self._sentences: OrderedDict[str, np.ndarray] = OrderedDict()
+        shared = lower is not None and lower.key == model.states_key
+        self.lower = lower if shared else LowerStates(model, searcher)
         self._lock = threading.Lock()
         self._created = str(model.manifest.get("created"))
         root = getattr(getattr(searcher, "dir", None), "root", None)
@@ -72,25 +74,10 @@ class Arguing:
 
     # -- states ---------------------------------------------------------------------------------
     def perspective_states(self, ids: Sequence[str], texts: Sequence[str]) -> list[np.ndarray]:
-        stored = {}
-        st = self.searcher.stance_states() if self.searcher is not None else None
-        if st is not None and st.key == self.model.states_key:
-            stored = st.get_many(list(ids))
-        todo = [i for i, p in enumerate(ids) if p not in stored]
-        made = dict(zip(todo, self.model.lower([texts[i] for i in todo]), strict=True))
-        return [made[i] if i in made else dequantize(*stored[ids[i]]) for i in range(len(ids))]
+        return self.lower(texts, ids)
 
     def sentence_states(self, sentences: Sequence[str]) -> list[np.ndarray]:
-        with self._lock:
-            todo = [s for s in dict.fromkeys(sentences) if s not in self._sentences]
-        made = dict(zip(todo, self.model.lower(todo), strict=True)) if todo else {}
-        with self._lock:
-            got = {s: made.get(s, self._sentences.get(s)) for s in sentences}
-            for s, h in made.items():
-                self._sentences[s] = h
-            while len(self._sentences) > SENTENCES_KEPT:
-                self._sentences.popitem(last=False)
-        return [got[s] for s in sentences]
+        return self.lower(sentences)
 
     # -- claim -> perspective ---------------------------------------------------------------------
     def neither(self, claim_states: np.ndarray, members: Sequence[Member]) -> np.ndarray:

@@ -40,6 +40,7 @@ from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.arguing import Arguing
 from perspect.pipeline.clusters import Clusters, Overflow, RelationPairs
 from perspect.pipeline.evidence import Evidence
+from perspect.pipeline.lower import InFlight, fill_perspectives
 from perspect.pipeline.mining import Mining
 from perspect.pipeline.news import News
 from perspect.pipeline.pool_reasons import PoolReasons
@@ -226,7 +227,9 @@ class Engine:
         # the argument model (issue 55), where the bundle has one with fitted cuts: whether a kept
         # perspective takes a side at all, and how each shown paragraph's sentence argues
         arg = models.argument
-        self.arguing = Arguing(arg, searcher) if arg is not None and arg.cuts else None
+        self.arguing = (
+            Arguing(arg, searcher, self.stance.lower) if arg is not None and arg.cuts else None
+        )
         reader = models.reader
         self.evidence_stage = Evidence(
             searcher,
@@ -308,8 +311,16 @@ class Engine:
         whole search reads one version of the index (a write published meanwhile is seen by the
         next search)."""
         claim = validate_claim(claim)
-        with self.searcher.pinned():
+        with InFlight(), self.searcher.pinned():  # the idle fill waits meanwhile
             return self._search(claim, progress, cancel, k)
+
+    def fill_idle(self, cancel: threading.Event, progress=None) -> int:
+        """Keep the lower states of the perspectives no search has touched yet, while no search
+        runs (pipeline.lower.fill_perspectives): what `perspect serve` and the TUI do while
+        idle. Returns how many it computed."""
+        if self.stance.lower is None:
+            return 0
+        return fill_perspectives(self.stance.lower, cancel, progress)
 
     def _search(self, claim, progress, cancel, k) -> SearchResult:
         cfg = self.config

@@ -177,9 +177,9 @@ class Evidence:
         store = self.searcher.store("evidence")
         items = store.get_many(sorted({x.evidence_id for c in chosen for x in c}))
         chosen = [[x for x in c if x.evidence_id in items] for c in chosen]
-        return self._with_reverse_margins(groups, chosen), items, owners
+        return self._with_reverse_margins(groups, chosen, owners, items), items, owners
 
-    def _with_reverse_margins(self, groups, chosen: list[list[Link]]) -> list[list[Link]]:
+    def _with_reverse_margins(self, groups, chosen: list[list[Link]], owners, items):
         """Add to each link how much closer the paragraph is to the linked perspective than to
         any perspective of the pool outside its group (`link_features`, "rmargin"). On the debate
         sites each paragraph was written under one perspective, so a paragraph that another
@@ -192,7 +192,13 @@ class Evidence:
         persp = self.searcher.vector_backend("perspectives")
         if not eids or persp is None:
             return [[replace(x, rmargin=0.0) for x in c] for c in chosen]
-        ev = self.searcher.vector_backend("evidence").vectors(eids)
+        stored = self.searcher.vector_backend("evidence")
+        if stored is not None:
+            ev = stored.vectors(eids)
+        else:  # a first, searchable version (indexer.pending): the paragraphs shown, encoded
+            # now by the same model, and each link's cosine with them (its BM25 link has none)
+            ev = persp.embed_queries([items[e].text for e in eids])
+            chosen = self._with_cosines(chosen, owners, dict(zip(eids, ev, strict=True)), persp)
         k = 1 + max(len(g) for g, c in zip(groups, chosen, strict=True) if c)
         near = dict(zip(eids, persp.search_vectors(ev, k), strict=True))
         out = []
@@ -201,6 +207,17 @@ class Evidence:
             other = [next((s for p, s in near[x.evidence_id] if p not in members), -1.0) for x in c]
             out.append([replace(x, rmargin=x.cosine - o) for x, o in zip(c, other, strict=True)])
         return out
+
+    @staticmethod
+    def _with_cosines(chosen, owners, ev: dict, persp) -> list[list[Link]]:
+        """Each link's perspective-paragraph cosine from the paragraphs' vectors `ev` (those a
+        link from BM25 alone lacks), as the complete index stores it."""
+        named = [p for p in owners if p is not None]
+        pv = dict(zip(named, persp.vectors(named), strict=True)) if named else {}
+        return [
+            [replace(x, cosine=float(ev[x.evidence_id] @ pv[p])) for x in c] if p in pv else c
+            for c, p in zip(chosen, owners, strict=True)
+        ]
 
     def links(self, pids: Sequence[str]) -> dict[str, list[Link]]:
         """The links of `pids` (each id present, [] for none), for `__call__`'s `known`."""

@@ -18,13 +18,11 @@ index without documents answers exactly as before (the stage does not run).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perspect.core.index.stance_states import dequantize
 from perspect.core.model.decision_stack import logit
 from perspect.core.model.decisions import Decisions, MiningDecision
 from perspect.core.result import Member, PerspectiveCluster, Provenance
@@ -32,12 +30,12 @@ from perspect.core.types import ARTICLE_POOLS, Hit, Query
 from perspect.pipeline import stance
 from perspect.pipeline.clusters import Clusters, complete_link
 from perspect.pipeline.cues import cues
+from perspect.pipeline.lower import LowerStates
 from perspect.reranker import stance_trunk
 from perspect.reranker.argument import NEITHER, side_share
 from perspect.retriever.searcher import Searcher
 
 HEADS = ("stance", "nli", "claimdiff", "equivalence")  # the relation model's, read in one pass
-CACHED = 5_000  # news sentences whose lower states are kept (documents' are stored)
 GATE = 0.3  # the dense cosine a candidate needs where no mining decision was fitted
 
 
@@ -113,7 +111,12 @@ class Mining:
             depth,
             rrf_k,
         )
-        self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
+        shared = side.lower
+        self.lower = (
+            shared
+            if trunk is not None and shared is not None and shared.key == trunk.states_key
+            else (LowerStates(trunk, searcher) if trunk is not None else None)
+        )
         # the argument model (perspect.pipeline.arguing) with its fitted cuts: where given, it
         # decides (issue 55): an argument when 1 - P(neither) clears `mine_at`, its side from
         # P(for) / (P(for) + P(against)) past `mine_side_at`; fitted on a held-out UKP topic
@@ -215,19 +218,10 @@ class Mining:
         return (1 - w) * share + w * (q if second.sign > 0 else 1 - q)
 
     def states(self, cands: Sequence[Candidate]) -> list[np.ndarray]:
-        """Each candidate's lower states: stored with the documents, else computed (kept for
-        the next search: a server sees the same news sentences again)."""
-        got: dict[str, np.ndarray] = {}
-        st = self.searcher.stance_states("documents")
-        docs = [c.hit.id for c in cands if c.hit.pool == "documents"]
-        if st is not None and docs and st.key == self.trunk.states_key:
-            got = {k: dequantize(*v) for k, v in st.get_many(docs).items()}
-        todo = [c.hit.text for c in cands if c.hit.id not in got and c.hit.text not in self._lower]
-        if todo:
-            self._lower.update(zip(todo, self.trunk.lower(todo), strict=True))
-            while len(self._lower) > CACHED:
-                self._lower.popitem(last=False)
-        return [got[c.hit.id] if c.hit.id in got else self._lower[c.hit.text] for c in cands]
+        """Each candidate's lower states, paid once (pipeline.lower: a document sentence's
+        stored with it, a news sentence's kept with the index at first touch)."""
+        ids = [c.hit.id if c.hit.pool == "documents" else None for c in cands]
+        return self.lower([c.hit.text for c in cands], ids, pool="documents")
 
     def members(self, query: Query) -> tuple[list[Member], np.ndarray]:
         """The mined arguments, best first, and their dense vectors."""

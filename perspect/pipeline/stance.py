@@ -5,27 +5,24 @@ Its own stage because the side is a decision a reader acts on: a mean too close 
 "unclear" (Decisions.stance_unclear) rather than a coin toss shown as a verdict; the strength is
 P(of the side the mean leans to). P(support) comes from the stance trunk where the pair model
 names one (issue 33: dev stance AUROC 77.3 -> 84+), with each perspective's lower-layer states
-read from the index; else from the pair model's stance head.
+paid once (pipeline.lower); else from the pair model's stance head.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
 
 from perspect.core.datasets.negation import negate
-from perspect.core.index.stance_states import dequantize
 from perspect.core.model.decisions import UNCLEAR, Decisions
 from perspect.core.result import Member, SecondReading
 from perspect.pipeline import valence
+from perspect.pipeline.lower import LowerStates
 from perspect.reranker import stance_trunk
 from perspect.reranker.model import PairModel
 from perspect.reranker.roles import pair_for
 from perspect.reranker.stance_trunk import StanceTrunk
-
-log = logging.getLogger(__name__)
 
 
 class StanceScorer:
@@ -36,7 +33,9 @@ class StanceScorer:
 
     def __init__(self, model: PairModel, trunk: StanceTrunk | None, searcher=None):
         self.model, self.trunk, self.searcher = model, trunk, searcher
-        self._told: set = set()
+        # the one way this scorer, the clusters' relation pairs and the argument model (where it
+        # shares the trunk's lower layers) read a text's lower states
+        self.lower = LowerStates(trunk, searcher) if trunk is not None else None
 
     def __call__(
         self,
@@ -141,34 +140,10 @@ class StanceScorer:
         return self.trunk.support(claim, self.states(texts, ids))
 
     def states(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[np.ndarray]:
-        """Each text's lower-layer states: the index's where it stores them under this trunk's
-        key, else computed (the frozen lower layers, each text alone)."""
-        assert self.trunk is not None
-        states = self._stored(ids) if ids is not None else {}
-        todo = [i for i in range(len(texts)) if ids is None or ids[i] not in states]
-        made = (
-            dict(zip(todo, self.trunk.lower([texts[i] for i in todo]), strict=True)) if todo else {}
-        )
-        return [
-            dequantize(*states[ids[i]]) if i not in made else made[i] for i in range(len(texts))
-        ]
-
-    def _stored(self, ids: Sequence[str]) -> dict:
-        if self.searcher is None:
-            return {}
-        st = self.searcher.stance_states()
-        if st is None or st.key != self.trunk.states_key:
-            version = self.searcher.version
-            if version not in self._told:  # computed per search instead: slower, same answers
-                self._told.add(version)
-                log.warning(
-                    "index %s stores no stance states for this trunk: each search computes "
-                    "them (perspect index rebuild --name %s --retriever stance)",
-                    self.searcher.name,
-                    self.searcher.name,
-                )
-            return {}
-        return st.get_many(list(ids))
+        """Each text's lower-layer states, paid once (pipeline.lower: the index's where it
+        stores them, else those kept with it, else computed and kept)."""
+        assert self.lower is not None
+        return self.lower(texts, ids)
 
     def predict(self, pairs: Sequence[tuple[str, str]], tasks=("stance",)) -> dict[str, np.ndarray]:
         """{"stance": P(support)} of (claim, perspective) pairs, any number of claims."""

@@ -29,6 +29,7 @@ class ServeConfig:
     fetch_timeout_s: float = 10.0
     writer_wait_s: float = 120.0  # how long an add waits for another writer of the index
     warm_fast: bool = True  # load the --fast engine too at start-up
+    idle_fill: bool = True  # keep the perspectives' lower states while no search runs
     access_log: bool = False
 
     def __post_init__(self) -> None:

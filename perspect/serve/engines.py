@@ -162,6 +162,10 @@ class Engines:
                     p.engine()
                     p.search(WARM_CLAIM)  # the first search opens what the engine opens lazily
             slot.handle = p
+            if slot.name == "default" and cfg.idle_fill:  # one fill: the engines share its store
+                job = p.fill_in_background()
+                if job is not None:
+                    self._loads.append(job)
         except Exception as e:  # reported by /ready and by each search
             slot.error = f"{type(e).__name__}: {e}"
             log.exception("loading the %s engine failed", slot.name)
@@ -308,6 +312,9 @@ class Engines:
     def close(self) -> None:
         for job in self._loads:
             job.cancel.set()
+        for job in self._loads:
+            if job.name == "perspect-fill":  # it ends at its next batch (a fraction of a second)
+                job.stop(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)
         for s in self.slots.values():
             if s.handle is not None:

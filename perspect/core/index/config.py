@@ -52,10 +52,11 @@ class IndexConfig:
     # Precompute perspective -> evidence links at index time (indexer.links). Off, the engine
     # computes a search's links on the fly: slower searches, faster builds (scratch indexes).
     links: bool = True
-    # Store the stance trunk's lower-layer states of every perspective at index time (when the
-    # pair model names a trunk: perspect.reranker.stance_trunk). Off, or for perspectives stored
-    # before, a search runs those layers for its kept candidates (~10 ms each here).
-    stance_states: bool = True
+    # Store the trunk's lower-layer states of every perspective and document sentence at index
+    # time (when the bundle has a trunk: perspect.reranker.stance_trunk). Off (the default since
+    # issue 62), a search computes those of its kept candidates the first time it needs them and
+    # keeps them with the index (perspect.pipeline.lower), and an idle server fills in the rest.
+    stance_states: bool = False
 
     def for_pool(self, pool: str) -> tuple[str, ...]:
         """The retrievers that index `pool`: all of them, but a retriever whose options name
@@ -81,5 +82,5 @@ class IndexConfig:
             retrievers=tuple(d.get("retrievers", ("bm25",))),
             backends=d.get("backends", {}),
             links=bool(d.get("links", True)),
-            stance_states=bool(d.get("stance_states", True)),
+            stance_states=bool(d.get("stance_states", False)),
         )

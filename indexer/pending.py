@@ -1,0 +1,55 @@
+"""Searchable early (issue 62): what a build publishes first, and what it leaves for later.
+
+A search reads the perspectives through every retriever (the relevance stack was fitted on their
+fused scores, so a missing one changes which perspectives are kept), but reaches evidence through
+stored links, news and documents through retrieval, and needs none of their vectors to answer.
+So a build first writes every pool's items and BM25 and the perspectives' every retriever, links
+perspectives to evidence by BM25, and publishes that version: searchable. The evidence, news and
+documents' dense vectors and ColBERT indexes, the links fused with the dense retriever, and their
+cited sentences come in the next version (`Indexer.complete`, run by the same build, or by
+`perspect index complete` after `index build --pending`). Until then the manifest's `pending`
+names the whole configuration and the work left; `perspect index status` prints it.
+
+On `make demo`'s pools that first version costs the perspectives' dense and ColBERT passes
+(about 4 of the build's 12 minutes on two cores); the search on it keeps the same perspectives
+and sides as on the complete index, its evidence from BM25 links with the cited sentence picked
+at query time (pipeline.why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from perspect.core.index.config import IndexConfig
+
+FIRST = ("perspectives",)  # the pools a first version indexes with every retriever
+
+
+def first_config(full: IndexConfig, pools: list[str]) -> IndexConfig | None:
+    """The configuration of the first, searchable version of a build of `pools` under `full`:
+    every retriever over the perspectives, BM25 alone over the other pools; None where that is
+    the whole build already (nothing would be left for later)."""
+    backends = {k: dict(v) for k, v in full.backends.items()}
+    for kind in full.retrievers:
+        if kind == "bm25":
+            continue
+        first_pools = [p for p in FIRST if kind in full.for_pool(p)]
+        backends[kind] = {**backends.get(kind, {}), "pools": first_pools}
+    first = replace(full, backends=backends, stance_states=False)  # states: with the rest
+    if all(set(first.for_pool(p)) == set(full.for_pool(p)) for p in pools):
+        return None
+    return first
+
+
+def late(full: IndexConfig, first: IndexConfig, pools: list[str]) -> list[str]:
+    """ "pool/retriever" of each backend the first version leaves out."""
+    return [f"{p}/{k}" for p in pools for k in full.for_pool(p) if k not in first.for_pool(p)]
+
+
+def entry(full: IndexConfig, first: IndexConfig, pools: list[str]) -> dict[str, Any]:
+    """The manifest's `pending`: the configuration the complete version has, and what is left."""
+    work = late(full, first, pools)
+    if "evidence" in pools and "perspectives" in pools and full.links:
+        work.append("links (dense) and their cited sentences")
+    return {"config": full.to_json(), "work": work}
