@@ -164,6 +164,17 @@ class Indexer:
         version left out, the links fused with the dense retriever and their cited sentences,
         the states where the index stores them. Searches keep the first version until the swap;
         None where nothing is pending."""
+        outer, self.reporter = (
+            self.reporter,
+            Timed(pending.ProgressFile(self.reporter, self.dir.root)),
+        )
+        try:
+            return self._complete()
+        finally:
+            self.reporter.inner.done()
+            self.reporter = outer
+
+    def _complete(self) -> dict[str, Any] | None:
         with self.dir.writer_lock():
             live = self.dir.current()
             manifest = mf.load(live)

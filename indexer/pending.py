@@ -18,7 +18,12 @@ at query time (pipeline.why).
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from perspect.core.index.config import IndexConfig
@@ -53,3 +58,60 @@ def entry(full: IndexConfig, first: IndexConfig, pools: list[str]) -> dict[str, 
     if "evidence" in pools and "perspectives" in pools and full.links:
         work.append("links (dense) and their cited sentences")
     return {"config": full.to_json(), "work": work}
+
+
+PROGRESS = "COMPLETING.json"  # in the index's folder while `complete` runs: what `status` reads
+
+
+class ProgressFile:
+    """A reporter that passes every stage on to `inner` and writes, about once a second, the
+    stage running and how far it is into `root/PROGRESS`, so that `perspect index status` in
+    another process can say how far the completion is. Removed by `done`."""
+
+    def __init__(self, inner, root: Path):
+        self.inner, self.path = inner, Path(root) / PROGRESS
+        self._t0 = time.time()
+        self._last = 0.0
+
+    def _write(self, stage: str, done: int, total: int | None, force: bool = False) -> None:
+        now = time.time()
+        if not force and now - self._last < 1.0:
+            return
+        self._last = now
+        row = {"stage": stage, "done": done, "total": total, "pid": os.getpid(),
+               "started": self._t0, "at": now}  # fmt: skip
+        with contextlib.suppress(OSError):
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(row))
+            tmp.replace(self.path)
+
+    @contextlib.contextmanager
+    def stage(self, description: str, total: int | None = None):
+        count = [0]
+        self._write(description, 0, total, force=True)
+        with self.inner.stage(description, total) as adv:
+
+            def advance(n: int) -> None:
+                count[0] += n
+                adv(n)
+                self._write(description, count[0], total)
+
+            yield advance
+
+    def done(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def progress(root: Path) -> dict[str, Any] | None:
+    """What a `complete` running on the index in `root` last wrote (None: none is running; a
+    file left by a process that died is removed)."""
+    path = Path(root) / PROGRESS
+    try:
+        row = json.loads(path.read_text())
+        os.kill(int(row["pid"]), 0)
+    except ProcessLookupError:
+        path.unlink(missing_ok=True)
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return row

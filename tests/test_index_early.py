@@ -48,7 +48,10 @@ def test_the_cli_publishes_a_searchable_version_first_and_completes_it(pool_file
     assert IndexDir(home, "early").current().name != first
     assert "pending" not in run_cli("index", "status", "--name", "early", *h).stdout
     _, rows = api.index_status("early", home)
-    assert "pending" not in rows[0] and rows[0]["pools"]["evidence"]["retrievers"] == ["bm25", "dense"]
+    assert "pending" not in rows[0] and rows[0]["pools"]["evidence"]["retrievers"] == [
+        "bm25",
+        "dense",
+    ]
     assert rows[0]["links"]["retrievers"] == ["bm25", "dense"]
     # the perspectives and their sides are the complete index's from the first answer on: a
     # search reads the perspectives through the same retrievers in both versions
@@ -67,9 +70,12 @@ def test_a_crash_while_completing_leaves_the_searchable_version_and_a_later_run_
     class Crash(Exception):
         pass
 
+    said: list = []
+
     class Crashing:
         def stage(self, name, total=None):
             if name.startswith("indexing evidence (dense)"):
+                said.append(api.index_status("c", home)[1][0].get("completing"))  # how far
                 raise Crash(name)
             from perspect.core.progress import NullReporter
 
@@ -83,6 +89,9 @@ def test_a_crash_while_completing_leaves_the_searchable_version_and_a_later_run_
     assert seen == [live.name]  # the first version is live, still pending
     _, rows = api.index_status("c", home)
     assert rows[0]["pending"]["work"][0] == "evidence/dense"
+    # while it ran, `index status` said which stage of how many items; nothing says so after
+    assert said[0]["stage"] == "indexing evidence (dense)" and said[0]["total"] == len(EVIDENCE)
+    assert "completing" not in rows[0]
     assert [p.name for p in (home / "c" / "versions").iterdir()] == [live.name]  # none half-made
     assert _answer(home, "c")
     assert api.complete_index("c", home=home)["version"] != live.name

@@ -129,7 +129,7 @@ def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
     res = shipped.search(CLAIM)
     kept = KeptStates(shipped._searcher.dir.root)
     texts = [t for _, t, _ in POOL]
-    assert 0 < kept.count() and len(kept.missing(trunk.states_key, texts)) < len(POOL)
+    assert kept.count() > 0 and len(kept.missing(trunk.states_key, texts)) < len(POOL)
     members = [m for c in res.clusters for m in c.members]
     text = {i: t for i, t, _ in POOL}
     direct = StanceScorer(engine.model, trunk)(CLAIM, [text[m.id] for m in members])

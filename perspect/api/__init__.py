@@ -58,6 +58,7 @@ from perspect.core.progress import Reporter
 from perspect.core.result import Coverage, SearchResult, SourceContext
 from perspect.core.service import ServiceStatus
 from perspect.core.types import HitList, validate_claim
+from perspect.indexer import pending
 from perspect.indexer.index_config import (
     COLBERT_POOLS,
     check_engine,
@@ -492,7 +493,9 @@ def index_status(
     rows: list[dict[str, Any]] = []
     for n in names:
         try:
-            rows.append({**mf.load(IndexDir(root, n).current()), "name": n})
+            row = {**mf.load(IndexDir(root, n).current()), "name": n}
+            running = pending.progress(IndexDir(root, n).root) if row.get("pending") else None
+            rows.append({**row, "completing": running} if running else row)
         except (IndexDamaged, IndexNotFound) as e:
             rows.append({"name": n, "damaged": e.message, "hint": e.hint})
     return root, rows

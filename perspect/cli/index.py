@@ -133,10 +133,14 @@ def pending_line(manifest: dict, name: str) -> str | None:
     got = manifest.get("pending")
     if not got:
         return None
-    return (
-        f"{name}: searchable; pending: {', '.join(got.get('work', []))} "
-        f"(perspect index complete --name {name})"
-    )
+    line = f"{name}: searchable; pending: {', '.join(got.get('work', []))}"
+    running = manifest.get("completing")
+    if not running:
+        return f"{line} (perspect index complete --name {name})"
+    done, total = running.get("done", 0), running.get("total")
+    far = f" {100 * done / total:.0f} % of {total:,}" if total else ""
+    took = max(0.0, float(running.get("at", 0)) - float(running.get("started", 0)))
+    return f"{line}; completing: {running.get('stage')}{far} ({took / 60:.1f} min in)"
 
 
 def _urls(args: argparse.Namespace) -> list[str]:

@@ -16,6 +16,7 @@ from perspect.core.index.links import RRF_K, Link
 from perspect.core.model.decision_stack import Stack
 from perspect.core.model.decisions import Decisions, RelationCuts
 from perspect.core.result import EvidenceItem, PerspectiveCluster
+from perspect.indexer.links import with_sentences
 from perspect.pipeline import why
 from perspect.retriever.searcher import Searcher
 
@@ -195,10 +196,12 @@ class Evidence:
         stored = self.searcher.vector_backend("evidence")
         if stored is not None:
             ev = stored.vectors(eids)
-        else:  # a first, searchable version (indexer.pending): the paragraphs shown, encoded
-            # now by the same model, and each link's cosine with them (its BM25 link has none)
+        else:  # a first, searchable version (indexer.pending): what the complete one stores
+            # for these links, computed for them alone: the paragraphs' vectors, each link's
+            # cosine (a BM25 link has none) and its cited sentence (the argument model judges it)
             ev = persp.embed_queries([items[e].text for e in eids])
             chosen = self._with_cosines(chosen, owners, dict(zip(eids, ev, strict=True)), persp)
+            chosen = self._with_sentences(chosen, owners, items, persp)
         k = 1 + max(len(g) for g, c in zip(groups, chosen, strict=True) if c)
         near = dict(zip(eids, persp.search_vectors(ev, k), strict=True))
         out = []
@@ -217,6 +220,20 @@ class Evidence:
         return [
             [replace(x, cosine=float(ev[x.evidence_id] @ pv[p])) for x in c] if p in pv else c
             for c, p in zip(chosen, owners, strict=True)
+        ]
+
+    @staticmethod
+    def _with_sentences(chosen, owners, items, persp) -> list[list[Link]]:
+        """Each link without a cited sentence given the one the build would store (indexer.links'
+        `with_sentences`: the paragraph's sentence closest to its perspective)."""
+        rows = [(p, c) for p, c in zip(owners, chosen, strict=True) if p is not None and c]
+        if not rows or all(x.why for _, c in rows for x in c):
+            return chosen
+        texts = {e: it.text for e, it in items.items()}
+        vecs = persp.vectors([p for p, _ in rows])
+        got = iter(with_sentences(rows, vecs, texts, persp.embed_queries))
+        return [
+            next(got)[1] if p is not None and c else c for p, c in zip(owners, chosen, strict=True)
         ]
 
     def links(self, pids: Sequence[str]) -> dict[str, list[Link]]:
