@@ -5,7 +5,7 @@ process, taking turns claim by claim (the order alternates: the trunk keeps a cl
 states for whichever engine asks second).
 
     python bench/first_touch.py --stored HOME_A --touched HOME_B [--index default]
-                                [--limit 20] [--set dev|reader|both]
+                                [--limit 20] [--set dev|reader|both] [--fill]
 
 Each home's index is copied to a scratch folder without its caches (`lower_states.sqlite`,
 `argument_judgments.sqlite`), so both start as a fresh build would. Each claim is searched once
@@ -66,6 +66,7 @@ def main() -> int:
     ap.add_argument("--index", default="default")
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--set", choices=("dev", "reader", "both"), default="both")
+    ap.add_argument("--fill", action="store_true", help="then time the idle fill of the rest")
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "perspectrum")
     a = ap.parse_args()
     from perspect.api import Perspect
@@ -117,6 +118,13 @@ def main() -> int:
             f"texts a first search (max {max(computed)}); kept with the index after the run: "
             f"{engines['first touch'].engine().stance.lower.kept.count():,}"
         )
+        if a.fill:  # the idle fill of a long-lived process, timed, then the claims once more
+            import threading
+
+            t0 = time.perf_counter()
+            n = engines["first touch"].engine().fill_idle(threading.Event())
+            took = time.perf_counter() - t0
+            print(f"idle fill: {n:,} perspectives' states kept in {took:.0f} s ({n / took:.1f}/s)")
         for p in engines.values():
             p.close()
     return 0

@@ -97,3 +97,28 @@ def test_a_crash_while_completing_leaves_the_searchable_version_and_a_later_run_
     assert api.complete_index("c", home=home)["version"] != live.name
     _, rows = api.index_status("c", home)
     assert "pending" not in rows[0]
+
+
+def test_what_is_added_while_pending_is_in_the_complete_version(pool_files):
+    """An add to the searchable version lands in its backends; the completion then builds the
+    late ones from every stored item, the added ones too."""
+    from perspect.retriever.searcher import Searcher
+
+    home, pf, ef = pool_files
+    config = api.index_config(RETRIEVERS.split(","))
+    api.build_index("a", [Source("perspectives", pf), Source("evidence", ef)], home=home,
+                    config=config, leave_pending=True)  # fmt: skip
+    more = write_json(home.parent / "more.json", [{"id": "e-new", "text": "Zoo cages are small."}])
+    api.add_to_index("a", [Source("evidence", more)], home=home)
+    _, rows = api.index_status("a", home)
+    assert rows[0]["pending"] and rows[0]["pools"]["evidence"]["count"] == len(EVIDENCE) + 1
+    api.complete_index("a", home=home)
+    s = Searcher("a", home=home)
+    try:
+        dense = s.vector_backend("evidence")
+        assert dense is not None and dense.vectors(["e-new"]).any()  # encoded by the completion
+        assert (
+            s.search("Zoo cages are small.", "evidence", 1, retriever="dense").hits[0].id == "e-new"
+        )
+    finally:
+        s.close()
