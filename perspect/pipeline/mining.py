@@ -5,8 +5,8 @@ A claim the curated pool never saw gets no answer from it; an article that argue
 does hold one. Where the index has documents, a search retrieves candidate sentences from the
 documents and news pools (RRF over their retrievers), keeps those whose dense cosine to the claim
 clears the fitted gate, and reads each against the claim with the relation model in one pass of
-its top layers over the sentence's stored lower states: P(support), inference, ClaimDiff and
-equivalence heads. A fitted stack over those, the cosine, the retrieval score and cue words
+its top layers over the sentence's lower states (paid once: pipeline.lower): P(support),
+inference, ClaimDiff and equivalence heads. A fitted stack over those, the cosine, the retrieval score and cue words
 (perspect.pipeline.cues) decides whether the sentence is an argument on the claim
 (perspect.core.model.decisions.MiningDecision, fitted for precision on held-out train claims by
 perspect.lab.mining_fit): reporting sentences and background facts stay out. Each kept sentence
