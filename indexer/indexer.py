@@ -208,6 +208,8 @@ class Indexer:
                 shutil.rmtree(version, ignore_errors=True)
                 raise
             self._publish(version)
+            texts = states.texts_of(version) if not full.stance_states else []
+        states.keep_perspectives(texts, self.dir.root, self.reporter)  # after the swap
         return {**manifest, "version": version.name}
 
     @_plain_environment_errors

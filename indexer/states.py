@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core.index.config import IndexConfig
+from perspect.core.index.kept_states import KeptStates
 from perspect.core.index.stance_states import States, quantize
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import Reporter
@@ -100,3 +101,36 @@ def current(version: Path, pool: str = "perspectives") -> bool:
     finally:
         states.close()
         items.close()
+
+
+def texts_of(version: Path) -> list[str]:
+    """The distinct texts of `version`'s perspectives ([] without a perspective pool)."""
+    if not (version / "perspectives" / ItemStore.FILENAME).is_file():
+        return []
+    store = ItemStore(version / "perspectives", readonly=True)
+    try:
+        return list(dict.fromkeys(it.text for it in store))
+    finally:
+        store.close()
+
+
+def keep_perspectives(texts: Sequence[str], root: Path, reporter: Reporter) -> int:
+    """Keep, beside the versions (perspect.core.index.kept_states), the lower states of those
+    perspective `texts` that have none there yet: what a search would compute at first touch,
+    done by the last stage of a build's completion (after its swap: the index answers
+    meanwhile), so that a claim's first search computes none. Returns how many it computed (0
+    where the bundle has no trunk)."""
+    if not texts or stance_trunk.bundled() is None:
+        return 0
+    with reporter.stage("loading the stance trunk"):
+        trunk = factory.load(["trunk"], factory.WRITER).trunk
+    kept = KeptStates(root)
+    todo = kept.missing(trunk.states_key, list(texts))
+    with reporter.stage("keeping the perspectives' lower states", total=len(todo)) as adv:
+        for s in range(0, len(todo), BATCH):
+            chunk = todo[s : s + BATCH]
+            rows = [(t, *quantize(h)) for t, h in zip(chunk, trunk.lower(chunk), strict=True)]
+            if not kept.put(trunk.states_key, rows):
+                return s  # an unwritable folder: first touch pays for the rest
+            adv(len(chunk))
+    return len(todo)

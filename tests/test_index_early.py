@@ -19,6 +19,7 @@ RETRIEVERS = "bm25,dense"
 @pytest.fixture
 def pool_files(tmp_path, monkeypatch):
     monkeypatch.setenv("PERSPECT_MODELS", str(MODELS))
+    monkeypatch.setenv("PERSPECT_MODEL", str(MODELS / "pair"))  # the CLI's too: the bundle's
     pf = write_json(tmp_path / "p.json", [{"id": i, "text": t} for i, t, _ in POOL])
     ef = write_json(tmp_path / "e.json", [{"id": i, "text": t} for i, t in EVIDENCE])
     return tmp_path / "home", pf, ef
@@ -45,6 +46,13 @@ def test_the_cli_publishes_a_searchable_version_first_and_completes_it(pool_file
 
     done = run_cli("index", "complete", "--name", "early", *h)
     assert "is complete" in done.stdout
+    # its last stage keeps every perspective's lower states beside the versions: a claim's
+    # first search then computes none (indexer.states.keep_perspectives)
+    from perspect.core.index.kept_states import KeptStates
+    from perspect.reranker import factory
+
+    key = factory.load(["trunk"], factory.WRITER).trunk.states_key
+    assert KeptStates(home / "early").missing(key, [t for _, t, _ in POOL]) == []
     assert IndexDir(home, "early").current().name != first
     assert "pending" not in run_cli("index", "status", "--name", "early", *h).stdout
     _, rows = api.index_status("early", home)

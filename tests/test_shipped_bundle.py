@@ -111,10 +111,11 @@ def test_the_bundle_verifies_and_fits_its_budget():
 
 
 def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
-    """The pair model names the trunk; the build stores no lower states (issue 62): a search
-    computes those of its kept candidates once and keeps them with the index, its P(support) the
-    trunk's; the idle fill of a long-lived process keeps the rest, after which a fresh reader
-    (another process) computes none."""
+    """The pair model names the trunk; no version stores lower states (issue 62): with the
+    states the build's completion kept beside the versions removed, a search computes those of
+    its kept candidates once and keeps them there, its P(support) the trunk's; the idle fill of a
+    long-lived process keeps the rest, after which a fresh reader (another process) computes
+    none."""
     import numpy as np
 
     from perspect.core.index.kept_states import KeptStates
@@ -125,9 +126,11 @@ def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
     engine = shipped.engine()
     trunk = engine.stance.trunk
     assert trunk is not None and trunk.served
-    assert shipped._searcher.stance_states() is None  # none stored at build time
-    res = shipped.search(CLAIM)
+    assert shipped._searcher.stance_states() is None  # none stored in the version
     kept = KeptStates(shipped._searcher.dir.root)
+    assert kept.count() >= len(POOL)  # kept by the completion's last stage
+    kept.path.unlink()  # as an index whose completion was not run to its end
+    res = shipped.search(CLAIM)
     texts = [t for _, t, _ in POOL]
     assert kept.count() > 0 and len(kept.missing(trunk.states_key, texts)) < len(POOL)
     members = [m for c in res.clusters for m in c.members]
