@@ -76,7 +76,7 @@ demo: setup data
 	  $$([ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl")
 	@echo "demo: perspect search \"$(CLAIM)\" --index default --k 10"
 	@$(BIN)/perspect search "$(CLAIM)" --index default --k 10
-	@echo "demo: completing the index (perspect index complete: evidence and news vectors, ColBERT over news, links)..."
+	@echo "demo: completing the index (perspect index complete: evidence and news vectors, ColBERT over news, links, lower states)..."
 	@$(BIN)/perspect index complete --name default
 
 # Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, three
