@@ -164,10 +164,8 @@ class Indexer:
         version left out, the links fused with the dense retriever and their cited sentences,
         the states where the index stores them. Searches keep the first version until the swap;
         None where nothing is pending."""
-        outer, self.reporter = (
-            self.reporter,
-            Timed(pending.ProgressFile(self.reporter, self.dir.root)),
-        )
+        outer = self.reporter  # its stages are not recorded twice: the inner reporter is wrapped
+        self.reporter = Timed(pending.ProgressFile(outer.inner, self.dir.root))
         try:
             return self._complete()
         finally:
@@ -484,11 +482,7 @@ class Indexer:
                 libs.update(b.library_versions())
                 t0 = time.perf_counter()
                 with self.reporter.stage(f"indexing {pool} ({b.kind})", total=len(items)) as adv:
-                    if self.remote is not None and b.encodes and items:
-                        texts = [it.text for it in items]
-                        b.add_documents([it.id for it in items], self.remote.encode(b, texts, adv))
-                    else:
-                        b.add(items, progress=adv)
+                    self._add(b, items, adv)
                 with self.reporter.stage(f"committing {pool} ({b.kind})"):
                     b.commit()
                 b.close()
@@ -566,11 +560,7 @@ class Indexer:
         fresh = cls.create(folder, cfg.backends.get(cls.kind, {}))
         pool = folder.parent.name
         with self.reporter.stage(f"{verb} {pool} ({cls.kind})", total=len(items)) as adv:
-            if self.remote is not None and fresh.encodes and items:
-                texts = [it.text for it in items]
-                fresh.add_documents([it.id for it in items], self.remote.encode(fresh, texts, adv))
-            else:
-                fresh.add(items, progress=adv)
+            self._add(fresh, items, adv)
             fresh.commit()
         fresh.close()
         manifest["operations"].append(
@@ -582,6 +572,14 @@ class Indexer:
                 "at": mf.now(),
             }
         )
+
+    def _add(self, backend: Backend, items: Sequence[Item], adv) -> None:
+        """`items` into `backend`, its encoder's pass on the remote cluster where one is given."""
+        if self.remote is not None and backend.encodes and items:
+            vectors = self.remote.encode(backend, [it.text for it in items], adv)
+            backend.add_documents([it.id for it in items], vectors)
+        else:
+            backend.add(items, progress=adv)
 
     def _pool_entry(self, store: ItemStore, manifest: dict[str, Any]) -> dict[str, Any]:
         cfg = IndexConfig.from_json(manifest["config"])

@@ -49,23 +49,26 @@ class KeptStates:
         if self.path is None or not self.path.is_file() or not texts:
             return {}
         by_digest = {digest(key, t): t for t in texts}
-        digests = list(by_digest)
-        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         try:
-            with self._connect(readonly=True) as db:
-                for s in range(0, len(digests), 500):
-                    part = digests[s : s + 500]
-                    marks = ",".join("?" * len(part))
-                    rows = db.execute(
-                        f"SELECT k, n, hidden, q, scale FROM s WHERE k IN ({marks})", part
-                    )
-                    for k, n, h, q, sc in rows:
-                        out[by_digest[k]] = (
-                            np.frombuffer(q, dtype=np.int8).reshape(n, h),
-                            np.frombuffer(sc, dtype="<f4"),
-                        )
+            rows = self._select("k, n, hidden, q, scale", list(by_digest))
         except (sqlite3.Error, ValueError):
             return {}  # unreadable: computed again
+        return {
+            by_digest[k]: (
+                np.frombuffer(q, dtype=np.int8).reshape(n, h),
+                np.frombuffer(sc, dtype="<f4"),
+            )
+            for k, n, h, q, sc in rows
+        }
+
+    def _select(self, columns: str, digests: list[str]) -> list[tuple]:
+        """`columns` of the rows of `digests`, 500 keys a query."""
+        out: list[tuple] = []
+        with self._connect(readonly=True) as db:
+            for s in range(0, len(digests), 500):
+                part = digests[s : s + 500]
+                marks = ",".join("?" * len(part))
+                out += db.execute(f"SELECT {columns} FROM s WHERE k IN ({marks})", part).fetchall()
         return out
 
     def put(self, key: str, rows: Iterable[tuple[str, np.ndarray, np.ndarray]]) -> bool:
@@ -110,16 +113,8 @@ class KeptStates:
         """The `texts` not kept under `key`, in their order (reads the row keys only)."""
         if self.path is None or not self.path.is_file():
             return list(texts)
-        by_digest = {digest(key, t): t for t in texts}
-        digests, have = list(by_digest), set()
         try:
-            with self._connect(readonly=True) as db:
-                for s in range(0, len(digests), 500):
-                    part = digests[s : s + 500]
-                    marks = ",".join("?" * len(part))
-                    have.update(
-                        k for (k,) in db.execute(f"SELECT k FROM s WHERE k IN ({marks})", part)
-                    )
+            have = {k for (k,) in self._select("k", [digest(key, t) for t in texts])}
         except sqlite3.Error:
             return list(texts)
         return [t for t in texts if digest(key, t) not in have]
