@@ -6,6 +6,12 @@ states for whichever engine asks second).
 
     python bench/first_touch.py --stored HOME_A --touched HOME_B [--index default]
                                 [--limit 20] [--set dev|reader|both] [--fill]
+    python bench/first_touch.py --filled HOME [--index default] [--limit 15]
+
+`--filled`: the index as a long-lived process leaves it once idle. Its caches are kept; the idle
+fill (`Engine.fill_idle`: every perspective's lower states, then the judgments of its shown links)
+runs to its end first (timed; nothing left to do on an index filled before), then each claim is
+searched for the first time in this process, and again.
 
 Each home's index is copied to a scratch folder without its caches (`lower_states.sqlite`,
 `argument_judgments.sqlite`), so both start as a fresh build would. Each claim is searched once
@@ -61,8 +67,9 @@ def scratch(home: Path, name: str, into: Path) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--stored", type=Path, required=True, help="home of an index with states")
-    ap.add_argument("--touched", type=Path, required=True, help="home of one without")
+    ap.add_argument("--stored", type=Path, help="home of an index with states")
+    ap.add_argument("--touched", type=Path, help="home of one without")
+    ap.add_argument("--filled", type=Path, help="home of an index to fill, then search")
     ap.add_argument("--index", default="default")
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--set", choices=("dev", "reader", "both"), default="both")
@@ -72,6 +79,10 @@ def main() -> int:
     from perspect.api import Perspect
 
     claims = claims_of(a.set, a.limit, a.data)
+    if a.filled is not None:
+        return filled(Perspect.open(a.index, home=a.filled), claims, a.set)
+    if a.stored is None or a.touched is None:
+        ap.error("give --stored and --touched, or --filled")
     with tempfile.TemporaryDirectory(prefix="first-touch-") as tmp:
         homes = {
             "stored": scratch(a.stored, a.index, Path(tmp) / "a"),
@@ -127,6 +138,38 @@ def main() -> int:
             print(f"idle fill: {n:,} perspectives' states kept in {took:.0f} s ({n / took:.1f}/s)")
         for p in engines.values():
             p.close()
+    return 0
+
+
+def filled(p, claims: list[str], which: str) -> int:
+    """First and second searches of `claims` on an index the idle fill has run over."""
+    import threading
+
+    p.search("Zoos should be closed, says the warm-up.")
+    engine = p.engine()
+    t0 = time.perf_counter()
+    n = engine.fill_idle(threading.Event())
+    print(f"idle fill: {n:,} texts and pairs computed in {time.perf_counter() - t0:.0f} s")
+    lower = engine.stance.lower
+    first, again, stages = [], [], {}
+    made = lower.computed
+    for claim in claims:
+        t0 = time.perf_counter()
+        res = p.search(claim)
+        first.append(1000 * (time.perf_counter() - t0))
+        for k, v in res.timings_ms.items():
+            stages.setdefault(k, []).append(v)
+        t0 = time.perf_counter()
+        p.search(claim)
+        again.append(1000 * (time.perf_counter() - t0))
+    print(f"{len(claims)} claims ({which}), one process, warm, one search at a time, filled index")
+    print(f"first search p50 {statistics.median(first):.0f} p95 {pct(first, 0.95):.0f} "
+          f"max {max(first):.0f} ms; again p50 {statistics.median(again):.0f} "
+          f"p95 {pct(again, 0.95):.0f} ms")  # fmt: skip
+    for k, v in stages.items():
+        print(f"  {k:<18} p50 {statistics.median(v):>6.0f} p95 {pct(v, 0.95):>6.0f} ms")
+    print(f"lower layers run on {lower.computed - made} texts besides the claims themselves")
+    p.close()
     return 0
 
 

@@ -263,6 +263,38 @@ def test_calibrate_adds_it_to_the_stack_and_the_engine_uses_it(
     )
     alone = whole.clusters.equivalence(query, ids, [texts[int(i)] for i in ids], sides)
     np.testing.assert_allclose(probs, alone, atol=0.05)  # int8 moves a score by hundredths
+
+    # the cascade's gate (EngineConfig.equivalence_ask_floor): a pair whose stacked probability
+    # at the cross-encoder's best score stays under the floor is never asked and counts as its
+    # lowest score; the pairs over it are scored as without the gate
+    pair_texts = [texts[int(i)] for i in ids]
+    st, cut = whole.decisions.stack("equivalence"), whole.clusters.cluster_cut()
+    iu = np.triu_indices(len(ids), 1)
+    feats = whole.clusters.base_features(query, ids, pair_texts, sides, iu)
+    hi = st.prob({**feats, "ce": np.ones(len(iu[0]))})
+    at_lo = st.prob({**feats, "ce": np.zeros(len(iu[0]))})
+    asked = hi >= cut
+    assert asked.sum() >= 2, "the claim needs pairs the cross-encoder decides"
+    floor = float(np.median(hi[asked]))
+    assert capped.clusters.ask_floor is None  # this model fitted none: no gate by default
+    for gate, want_asked in ((0.0, asked), (floor, hi >= floor), (1.01, np.zeros_like(asked))):
+        gated = Engine.load(
+            capped.searcher,
+            PairModel.load(model_dir),
+            EngineConfig(equivalence_fp32_pairs=None, equivalence_ask_floor=gate),
+        )
+        sent.clear()
+        gated.equivalence_ce.one_order = (
+            lambda c, pairs, reverse=False, _f=(gated.equivalence_ce.one_order): (
+                sent.append(0 if reverse else len(pairs)),
+                _f(c, pairs, reverse),
+            )[1]
+        )
+        got = gated.clusters.equivalence(query, ids, pair_texts, sides)[iu]
+        assert sum(sent) == int(want_asked.sum()), (gate, sent)
+        np.testing.assert_allclose(got[want_asked], alone[iu][want_asked], atol=1e-6)
+        np.testing.assert_allclose(got[~want_asked], at_lo[~want_asked], atol=1e-6)
+    assert gated.search(claim.text).claim  # nothing asked at all: a search still answers
     # no budget: one model; an int8 cross-encoder has no cheaper copy to hand over to
     assert (
         Engine.load(

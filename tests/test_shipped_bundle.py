@@ -137,12 +137,38 @@ def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
     text = {i: t for i, t, _ in POOL}
     direct = StanceScorer(engine.model, trunk)(CLAIM, [text[m.id] for m in members])
     np.testing.assert_allclose([m.support for m in members], direct, atol=0.03)
+    from perspect.pipeline.arguing import JUDGMENTS, Arguing
+    from perspect.pipeline.idle import _shown_pairs
+
+    (shipped._searcher.dir.root / JUDGMENTS).unlink(missing_ok=True)  # none judged yet
+    engine.arguing._pairs.clear()  # in this process either
     job = shipped.fill_in_background()
     job.thread.join(300)
     assert not job.running and kept.missing(trunk.states_key, texts) == []
     fresh = LowerStates(trunk, shipped._searcher)
     fresh(texts, [i for i, _, _ in POOL])
     assert fresh.computed == 0
+    # then the judgments of every perspective's shown links, kept with the index: a fresh
+    # reader (another process) finds each one, and a first search judges none
+    with shipped._searcher.pinned():
+        texts_by_id, pairs = _shown_pairs(
+            shipped._searcher, shipped._searcher.links(), [i for i, _, _ in POOL],
+            engine.evidence_stage,
+        )  # fmt: skip
+    assert pairs, "the pool's links cite no sentence"
+    reader = Arguing(engine.arguing.model, shipped._searcher, fresh)
+    assert all(reader.known(texts_by_id, pairs))
+    needed: list[int] = []
+    arguing = engine.arguing
+    arguing.sentence_states = lambda sents, keep=True, _f=arguing.sentence_states: (
+        needed.append(len(sents)), _f(sents, keep))[1]  # fmt: skip
+    try:
+        arguing._pairs.clear()  # this process's memory too: read from the index
+        res = shipped.search("Animals deserve legal protection from cruelty")
+        assert [e for c in res.clusters for e in c.evidence], "no evidence shown"
+    finally:
+        del arguing.sentence_states
+    assert needed == [], "a first search judged links the fill had judged"
     assert stance_trunk.path_for(engine.model.manifest, engine.model.origin) is not None
 
 

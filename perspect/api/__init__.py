@@ -167,7 +167,8 @@ class Perspect:
         return SearchResult(claim, (), Coverage(0, 0, warning), hits.hits, hits.took_ms)
 
     def fill_in_background(self) -> background.Job | None:
-        """Keep the lower states of the perspectives no search has touched yet, on a background
+        """Keep what a claim's first search would compute (the lower states of the perspectives
+        no search has touched yet, then the judgments of their shown links), on a background
         job at low priority that computes nothing while a search runs in this process
         (`Engine.fill_idle`): what a long-lived process (`perspect serve`, the TUI) starts once
         its models are loaded. None without models."""

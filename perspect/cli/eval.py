@@ -35,6 +35,7 @@ def run_eval(args: argparse.Namespace) -> int:
             quantize=args.quantize,
             equivalence_max_pairs=args.equivalence_max_pairs,
             quantize_equivalence=False if args.fp32_equivalence else None,
+            cascade=not args.no_cascade,
             reference_file=args.reference,
             reporter=rep,
         )
@@ -256,6 +257,12 @@ def register(sub) -> None:
         metavar="N",
         help="at most N pairs per claim through the equivalence cross-encoder "
         "(EngineConfig.equivalence_ce_max_pairs; default: every pair that could merge)",
+    )
+    ep.add_argument(
+        "--no-cascade",
+        action="store_true",
+        help="no gate before the equivalence cross-encoder: every pair the cluster cut could "
+        "merge is asked (EngineConfig.equivalence_ask_floor: the baseline of the cascade)",
     )
     ep.add_argument(
         "--reference",

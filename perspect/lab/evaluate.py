@@ -35,12 +35,15 @@ def evaluate_perspectrum(
     quantize: bool = False,
     equivalence_max_pairs: int | None = None,
     quantize_equivalence: bool | None = None,
+    cascade: bool = True,
     reference_file: str | Path | None = None,
     reporter: Reporter | None = None,
 ) -> dict[str, Any]:
     """T1-T5 of the pipeline on `split` (metrics in percent, as `perspect.result/1` writes them;
     the IR and all-support baselines of the same run, the decisions used, `--reference` rows).
-    The contrast flip rate is the engine's model's (int8 with `quantize`)."""
+    The contrast flip rate is the engine's model's (int8 with `quantize`). `cascade=False`: no
+    gate before the equivalence cross-encoder (EngineConfig.equivalence_ask_floor), every pair
+    the cut could merge asked."""
     data = Path(data)
     reporter = reporter or NullReporter()
     # before the model and a quarter-hour run: a typo in the file fails now, not at the end
@@ -68,6 +71,7 @@ def evaluate_perspectrum(
             quantize=quantize,
             quantize_equivalence=quantize_equivalence,
             equivalence_ce_max_pairs=equivalence_max_pairs,
+            **({} if cascade else {"equivalence_ask_floor": 0.0}),
         )
         engine = Engine.load(searcher, model, cfg)
         ret_name = searcher.default_retriever
@@ -86,14 +90,14 @@ def evaluate_perspectrum(
     decisions = engine.decisions
     scores = pe.score(pred, decisions, equivalence_max_pairs)
     # every pair scored (the model's own quality) unless a budget was asked for; the default
-    # engine's budget beside it
+    # engine's budget (and the cascade's gate, unless --no-cascade) beside it
     default = EngineConfig()
     default_budget = default.equivalence_ce_max_pairs
     fp32 = default.equivalence_fp32_pairs if pred.t3_cheap else None
     at_default = (
         pe.as_json(
-            pe.t3_budgeted(pred, decisions, default_budget, fp32),
-            {"pairs": default_budget, "fp32_pairs": fp32},
+            pe.t3_budgeted(pred, decisions, default_budget, fp32, engine.clusters.ask_floor),
+            {"pairs": default_budget, "fp32_pairs": fp32, "ask_floor": engine.clusters.ask_floor},
         )
         if equivalence_max_pairs is None and (default_budget is not None or pred.t3_cheap)
         else None
@@ -122,6 +126,7 @@ def evaluate_perspectrum(
             "model": str(model_dir),
             "quantized": bool(quantize),
             "equivalence_ce_max_pairs": equivalence_max_pairs,
+            "equivalence_ask_floor": engine.clusters.ask_floor,
             "T3_default_budget": at_default,
             "quantized_equivalence": engine.config.quantize
             if quantize_equivalence is None

@@ -176,6 +176,9 @@ def recalibrate(
     for t in model.manifest["tasks"]:
         model.manifest["calibration"][t] = {"a": 1.0, "b": 0.0}
     model.manifest.pop("stacks", None)  # re-fitted below; an old one may read a dropped signal
+    # the cascade's gate was fitted on the old equivalence stack's scale: none until
+    # bench/cascade.py --write fits it again on the new one (no gate: every pair asked)
+    model.manifest.pop("cascade", None)
     if isinstance(equivalence_model, str) and equivalence_model.lower() == "none":
         model.manifest.pop("equivalence_ce", None)
     elif equivalence_model is not None:

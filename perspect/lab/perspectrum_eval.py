@@ -207,13 +207,18 @@ def _claim_matrix(pred: Predictions, start: int, n: int, pairs, probs) -> tuple:
 
 
 def t3_budgeted(
-    pred: Predictions, decisions: Decisions, budget: int | None, fp32: int | None = None
+    pred: Predictions,
+    decisions: Decisions,
+    budget: int | None,
+    fp32: int | None = None,
+    floor: float | None = None,
 ) -> dict[str, PRF]:
     """T3 pairwise and over clusters when at most `budget` pairs of a claim are scored by the
     equivalence model, chosen as a search chooses them (pipeline.linkage: lazily, as the
     clusters form); the others count as its lowest score, as in a search. `fp32`: past that
     many pairs the cross-encoder's int8 copy scores them (`pred.t3_cheap`), as a search does
-    (EngineConfig.equivalence_fp32_pairs)."""
+    (EngineConfig.equivalence_fp32_pairs). `floor`: the cascade's gate, as a search applies it
+    (EngineConfig.equivalence_ask_floor): a pair whose bound stays under it is never asked."""
     st = decisions.stack("equivalence")
     name = next((f for f in MODEL_FEATURES if f in st.features), None) if st else None
     if name is None or not _clusterable(pred) or decisions.cluster is None:
@@ -226,6 +231,8 @@ def t3_budgeted(
         fp32, cheap = None, exact
     ends = [st.prob({**feats, name: np.full(len(exact), x)}) for x in (0.0, 1.0)]
     low, high = np.minimum(*ends), np.maximum(*ends)
+    if floor is not None:  # never asked: the model's lowest score, as in pipeline.clusters
+        high = np.where(high < floor, low, high)
     gold, pairwise, clustered = [], [], []
     for start, n, pairs in pred.t3_claims:
         if not pairs:

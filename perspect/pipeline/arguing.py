@@ -76,8 +76,8 @@ class Arguing:
     def perspective_states(self, ids: Sequence[str], texts: Sequence[str]) -> list[np.ndarray]:
         return self.lower(texts, ids)
 
-    def sentence_states(self, sentences: Sequence[str]) -> list[np.ndarray]:
-        return self.lower(sentences)
+    def sentence_states(self, sentences: Sequence[str], keep: bool = True) -> list[np.ndarray]:
+        return self.lower(sentences, keep=keep)
 
     # -- claim -> perspective ---------------------------------------------------------------------
     def neither(self, claim_states: np.ndarray, members: Sequence[Member]) -> np.ndarray:
@@ -139,10 +139,13 @@ class Arguing:
         perspective_texts: dict[str, str],
         pairs: Sequence[tuple[str, str]],
         states: dict[str, np.ndarray] | None = None,
+        idle: bool = False,
     ) -> list[tuple[float, float]]:
         """P(for), P(against) of each (perspective id, sentence) pair: remembered by this process,
         else kept with the index (`JUDGMENTS`), else judged now and kept. `states`: sentences'
-        lower states the caller has (stored with the documents), used before computing any."""
+        lower states the caller has (stored with the documents), used before computing any.
+        `idle` (the idle fill): the judgments are kept with the index only, and the sentences'
+        lower states nowhere."""
         keys = [self._key(perspective_texts[p], s) for p, s in pairs]
         known = self._recall(keys)
         need = list(dict.fromkeys((p, s) for (p, s), k in zip(pairs, keys, strict=True)
@@ -152,7 +155,7 @@ class Arguing:
             pstates = dict(zip(pids, self.perspective_states(
                 pids, [perspective_texts[p] for p in pids]), strict=True))  # fmt: skip
             have = states or {}
-            computed = self.sentence_states([s for _, s in need if s not in have])
+            computed = self.sentence_states([s for _, s in need if s not in have], not idle)
             sstates = dict(zip([s for _, s in need if s not in have], computed, strict=True))
             sstates.update({s: have[s] for _, s in need if s in have})
             p = self.model.judge([pstates[q] for q, _ in need], [sstates[s] for _, s in need])
@@ -160,7 +163,8 @@ class Arguing:
             for (q, s), row in zip(need, p, strict=True):
                 fresh[self._key(perspective_texts[q], s)] = (float(row[0]), float(row[1]))
             known.update(fresh)
-            self._remember(fresh.items())
+            if not idle:
+                self._remember(fresh.items())
             self._keep([(self._digest(k), *v) for k, v in fresh.items()])
         return [known[k] for k in keys]
 

@@ -14,7 +14,9 @@ The stack's model feature is either the cross-encoder's score ("ce") or the rela
 equivalence head over the two perspectives' stored lower-layer states ("rel": the index keeps
 them for stance, so only the top layers run per pair: `RelationPairs`). Either way the model is
 asked only for the pairs a merge depends on (pipeline.linkage: lazy complete-link under a budget
-of pairs, `EngineConfig.equivalence_ce_max_pairs`). Past a first budget of pairs
+of pairs, `EngineConfig.equivalence_ce_max_pairs`), and only where the stack over the cheap
+features reaches the cascade's gate at the model's best score (`EngineConfig.
+equivalence_ask_floor`, fitted by bench/cascade.py). Past a first budget of pairs
 (`EngineConfig.equivalence_fp32_pairs`) the cross-encoder's int8 copy scores the rest: a claim
 with many kept perspectives costs fewer milliseconds a pair instead of a slower answer.
 """
@@ -116,13 +118,17 @@ class Clusters:
         max_ce_pairs: int | None,
         relation: RelationPairs | None = None,
         overflow: Overflow | None = None,
+        ask_floor: float | None = None,
     ):
         """`max_ce_pairs`: at most this many pairs scored by the equivalence model a search
         (None: every pair a merge depends on). `relation`: the relation model's equivalence
         head, for a stack that reads "rel". `overflow`: past its first `budget` pairs of a
         search, a cheaper copy of the cross-encoder scores the rest (its int8 graph:
-        EngineConfig.equivalence_fp32_pairs)."""
+        EngineConfig.equivalence_fp32_pairs). `ask_floor`: the cascade's gate (None: none): a
+        pair whose stacked probability at the model's best score stays under it is never asked
+        and counts as the model's lowest score (EngineConfig.equivalence_ask_floor)."""
         self.retrieve = retrieve
+        self.ask_floor = ask_floor
         self.model = model
         self.decisions = decisions
         self.equivalence_ce = equivalence_ce
@@ -185,6 +191,9 @@ class Clusters:
         ends = [st.prob({**feats, name: np.full(len(iu[0]), x)}) for x in (0.0, 1.0)]
         lo[iu], hi[iu] = np.minimum(*ends), np.maximum(*ends)
         lo, hi = lo + lo.T, hi + hi.T
+        if self.ask_floor is not None:  # the cheap features decide: never asked, counts as lo
+            cheap = hi < self.ask_floor
+            hi[cheap] = lo[cheap]
         known = None
         if forced is not None and forced.any():
             lo[forced] = hi[forced] = 1.0
@@ -314,7 +323,8 @@ class Clusters:
         a whole matrix): those it could merge (`ce_needed`) and `allowed` (may_merge), at most
         `max_ce_pairs` of them (the highest bounds)."""
         st = self.decisions.stack("equivalence")
-        need = ce_needed(st, feats, self.cluster_cut(), name=self.model_feature() or "ce")
+        cut = max(self.cluster_cut(), self.ask_floor or 0.0)  # the cascade's gate, as `link`
+        need = ce_needed(st, feats, cut, name=self.model_feature() or "ce")
         if allowed is not None:
             need &= allowed
         return at_most(need, st, feats, self.max_ce_pairs, self.model_feature() or "ce")

@@ -40,6 +40,7 @@ from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.arguing import Arguing
 from perspect.pipeline.clusters import Clusters, Overflow, RelationPairs
 from perspect.pipeline.evidence import Evidence
+from perspect.pipeline.idle import fill_judgments
 from perspect.pipeline.lower import InFlight, fill_perspectives
 from perspect.pipeline.mining import Mining
 from perspect.pipeline.news import News
@@ -106,6 +107,15 @@ class EngineConfig:
     # differ from fp32's (99.7 % of pairs grouped alike). `perspect eval` scores T3 as the default
     # engine does (both settings) beside every pair in fp32. Figures: bench/RESULTS.md, "Latency".
     equivalence_fp32_pairs: int | None = 32
+    # The cascade's gate before the equivalence cross-encoder (issue 62): a pair is asked only
+    # where the stack over its cheap features (the bi-encoder cosines, the sides' agreement, the
+    # words each adds) reaches this at the cross-encoder's best score; the others count as its
+    # lowest. None: the floor fitted with the pair model's stack (its manifest's "cascade",
+    # written by bench/cascade.py: the highest floor that loses at most 0.5 % of the tune claims'
+    # pairs that clear the cluster cut once scored; .22 for the shipped bundle, leaving out 21 %
+    # of the pairs the cut alone asks); 0: no gate. What it changes on dev: bench/RESULTS.md,
+    # "The cascade".
+    equivalence_ask_floor: float | None = None
     # news (an index with a news pool and a comparator): sentences retrieved for the claim and
     # compared sentence -> claim; those related are compared with the top clusters too
     news_candidates: int = 16
@@ -218,6 +228,7 @@ class Engine:
             cfg.equivalence_ce_max_pairs,
             pairs,
             self.overflow(ce),
+            self.ask_floor(),
         )
         cuts = (
             RelationCuts.from_manifest(self.relation.manifest, "evidence")
@@ -249,7 +260,13 @@ class Engine:
             self.decisions,
             self.stance,
             Clusters(
-                self.retrieve, self.model, self.decisions, ce, cfg.min_overlap, cfg.mine_ce_pairs
+                self.retrieve,
+                self.model,
+                self.decisions,
+                ce,
+                cfg.min_overlap,
+                cfg.mine_ce_pairs,
+                ask_floor=self.ask_floor(),
             ),
             cfg.mine_per_pool,
             cfg.mine_most,
@@ -267,6 +284,14 @@ class Engine:
             cfg.news_max,
             cfg.news_min_similarity,
         )
+
+    def ask_floor(self) -> float | None:
+        """The cascade's gate before the equivalence cross-encoder: the configuration's, else the
+        one fitted with the pair model's stack (EngineConfig.equivalence_ask_floor); None: none."""
+        floor = self.config.equivalence_ask_floor
+        if floor is None:
+            floor = (self.model.manifest.get("cascade") or {}).get("equivalence_ask_floor")
+        return float(floor) if floor else None
 
     def overflow(self, ce: EquivalenceModel | None) -> Overflow | None:
         """The cross-encoder's int8 graph past a budget, where `equivalence_fp32_pairs` asks for
@@ -315,12 +340,16 @@ class Engine:
             return self._search(claim, progress, cancel, k)
 
     def fill_idle(self, cancel: threading.Event, progress=None) -> int:
-        """Keep the lower states of the perspectives no search has touched yet, while no search
-        runs (pipeline.lower.fill_perspectives): what `perspect serve` and the TUI do while
-        idle. Returns how many it computed."""
+        """Keep what a claim's first search would otherwise compute, while no search runs
+        (pipeline.idle): the lower states of the perspectives no search has touched yet, then
+        the judgments of each perspective's shown links. What `perspect serve` and the TUI do
+        while idle. Returns how many texts and pairs it computed."""
         if self.stance.lower is None:
             return 0
-        return fill_perspectives(self.stance.lower, cancel, progress)
+        done = fill_perspectives(self.stance.lower, cancel, progress)
+        if self.arguing is not None and not cancel.is_set():
+            done += fill_judgments(self.evidence_stage, cancel, progress)
+        return done
 
     def _search(self, claim, progress, cancel, k) -> SearchResult:
         cfg = self.config

@@ -52,10 +52,15 @@ class LowerStates:
         return self.trunk.states_key
 
     def __call__(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None, pool: str = "perspectives"
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        pool: str = "perspectives",
+        keep: bool = True,
     ) -> list[np.ndarray]:
         """Each text's states; `ids`: the texts' item ids in `pool`, where the version may store
-        theirs."""
+        theirs. `keep=False`: those computed here are neither kept with the index nor in memory
+        (the idle fill's cited sentences: only their judgments are worth keeping)."""
         got: dict[str, np.ndarray] = {}
         if ids is not None:
             stored = self._stored(pool, [i for i in ids if i is not None])
@@ -72,13 +77,15 @@ class LowerStates:
             self._remember(kept)
             todo = [t for t in todo if t not in kept]
         if todo:
-            got.update(self._compute(todo))
+            got.update(self._compute(todo, remember=keep, keep=keep))
         return [got[t] for t in texts]
 
-    def _compute(self, texts: list[str], remember: bool = True) -> dict[str, np.ndarray]:
+    def _compute(
+        self, texts: list[str], remember: bool = True, keep: bool = True
+    ) -> dict[str, np.ndarray]:
         rows = [(t, *quantize(h)) for t, h in zip(texts, self.trunk.lower(texts), strict=True)]
         self.computed += len(rows)
-        kept = self.kept.put(self.key, rows)
+        kept = self.kept.put(self.key, rows) if keep else True
         made = {t: dequantize(q, sc) for t, q, sc in rows}
         if remember or not kept:
             self._remember(made)
