@@ -172,6 +172,8 @@ def main() -> int:
         same["sides"] += sides(a_) == sides(b_)
         same["evidence"] += ev(a_) == ev(b_)
         same["all"] += a_ == b_
+        if a_ != b_:
+            print(f"differs: {c.text} ({len(a_)} clusters without the gate, {len(b_)} with it)")
     k = len(dev)
     print(f"\ndev: {k} claims, each searched without the gate and with it (floor {floor:.2f})")
     print(f"{'':<22}{'no gate':>10}{'gate':>10}")

@@ -22,6 +22,8 @@ Saved folder: the CrossEncoder (Hugging Face format) plus `perspect_manifest.jso
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,9 @@ def canonical(a: str, b: str) -> tuple[str, str]:
 
 def pair_input(claim: str, a: str, b: str) -> tuple[str, str]:
     return (f"{claim} [SEP] {a}", b)
+
+
+PAIRS_KEPT = 20_000  # scored pairs an instance remembers (a few MB)
 
 
 class EquivalenceModel(ServedModel):
@@ -77,6 +82,10 @@ class EquivalenceModel(ServedModel):
         self.source = source
         self.orders = orders
         self.origin = origin or source  # the folder asked for: where its graph lives
+        # (claim, a, b, reverse) -> score of pairs scored lately: a claim searched again (the
+        # same pairs asked) pays no pass; per instance, so an int8 copy keeps its own
+        self._memo: OrderedDict[tuple[str, str, str, bool], float] = OrderedDict()
+        self._memo_lock = threading.Lock()
         self._onnx = None  # (session, tokenizer)
 
     @classmethod
@@ -183,6 +192,23 @@ class EquivalenceModel(ServedModel):
         if not pairs:
             return np.zeros(0)
         ordered = [canonical(a, b) for a, b in pairs]
+        keys = [(claim, a, b, reverse) for a, b in ordered]
+        with self._memo_lock:
+            known = {i: self._memo[k] for i, k in enumerate(keys) if k in self._memo}
+        out = np.zeros(len(keys), dtype=np.float64)
+        todo = [i for i in range(len(keys)) if i not in known]
+        if todo:
+            out[todo] = self._passes(claim, [ordered[i] for i in todo], reverse)
+            with self._memo_lock:
+                for i in todo:
+                    self._memo[keys[i]] = float(out[i])
+                while len(self._memo) > PAIRS_KEPT:
+                    self._memo.popitem(last=False)
+        for i, v in known.items():
+            out[i] = v
+        return out
+
+    def _passes(self, claim: str, ordered: list[tuple[str, str]], reverse: bool) -> np.ndarray:
         inputs = [pair_input(claim, *((b, a) if reverse else (a, b))) for a, b in ordered]
         if self._onnx is None:
             got = self.model.predict(inputs, batch_size=64, show_progress_bar=False)
