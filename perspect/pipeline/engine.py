@@ -228,7 +228,7 @@ class Engine:
             cfg.equivalence_ce_max_pairs,
             pairs,
             self.overflow(ce),
-            self.ask_floor(),
+            floor := self.ask_floor(),
         )
         cuts = (
             RelationCuts.from_manifest(self.relation.manifest, "evidence")
@@ -266,7 +266,7 @@ class Engine:
                 ce,
                 cfg.min_overlap,
                 cfg.mine_ce_pairs,
-                ask_floor=self.ask_floor(),
+                ask_floor=floor,
             ),
             cfg.mine_per_pool,
             cfg.mine_most,

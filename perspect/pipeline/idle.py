@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
-from perspect.pipeline.lower import FILL_BATCH, searching
+from perspect.pipeline.lower import FILL_BATCH, searching, while_idle
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +57,10 @@ def fill_judgments(
                 break
             texts, pairs = _shown_pairs(searcher, links, pids[s : s + IDS_BATCH], evidence)
         todo = [x for x, known in zip(pairs, arguing.known(texts, pairs), strict=True) if not known]
-        while todo and not cancel.is_set():
-            if busy():
-                cancel.wait(0.2)
-                continue
-            batch, todo = todo[:PAIRS_BATCH], todo[PAIRS_BATCH:]
-            arguing.judge_pairs(texts, batch, idle=True)
-            done += len(batch)
-            time.sleep(0)  # let a search that just started take the GIL
+        done += while_idle(
+            todo, PAIRS_BATCH, lambda part, _, t=texts: arguing.judge_pairs(t, part, idle=True),
+            busy, cancel,
+        )  # fmt: skip
         seen = min(len(pids), s + IDS_BATCH)
         if progress is not None:
             progress(seen, len(pids))

@@ -116,19 +116,30 @@ class LowerStates:
         while `busy()` is false (a search in flight waits for at most one batch) and until
         `cancel` is set. Returns how many it computed."""
         todo = self.kept.missing(self.key, list(dict.fromkeys(texts)))
-        done = 0
         total = len(todo)
-        while todo and not cancel.is_set():
-            if busy():
-                cancel.wait(0.2)
-                continue
-            batch, todo = todo[:FILL_BATCH], todo[FILL_BATCH:]
+
+        def step(batch: list[str], done: int) -> None:
             self._compute(batch, remember=False)  # kept with the index, not in memory
-            done += len(batch)
             if progress is not None:
                 progress(done, total)
-            time.sleep(0)  # let a search that just started take the GIL
-        return done
+
+        return while_idle(todo, FILL_BATCH, step, busy, cancel)
+
+
+def while_idle(todo: list, batch: int, work: Callable[[list, int], None], busy, cancel) -> int:
+    """`work(next batch, how many done with it)` over `todo`, `batch` items at a time, only while
+    `busy()` is false (a search in flight waits for at most one batch) and until `cancel` is
+    set: the idle fill's one loop. Returns how many items it worked on."""
+    done = 0
+    while todo and not cancel.is_set():
+        if busy():
+            cancel.wait(0.2)
+            continue
+        part, todo = todo[:batch], todo[batch:]
+        done += len(part)
+        work(part, done)
+        time.sleep(0)  # let a search that just started take the GIL
+    return done
 
 
 class InFlight:
