@@ -83,6 +83,51 @@ def _version(home: Path, name: str) -> Path:
     return IndexDir(home, name).current()
 
 
+JUDGED = 0.02  # how far apart the two indexes' judgments of one (perspective, sentence) may be
+
+
+def _judgments(p: Perspect, result) -> list[dict[str, tuple[float, float]]]:
+    """Each cluster's linked paragraphs, by id, with the argument model's P(for) / P(against) of
+    the cited sentence, as this index's evidence stage reads them."""
+    stage = p.engine().evidence_stage
+    groups = [[m.id for m in c.members if not m.mined] for c in result.clusters]
+    chosen, items, owners = stage._group_links(groups)
+    texts = {q: t.text for q, t in p._searcher.store("perspectives").get_many(
+        [o for o in owners if o]).items()}  # fmt: skip
+    judged = stage.arguing.judge_links(owners, texts, chosen, items)
+    return [{x.evidence_id: (x.entail or 0.0, x.contradict or 0.0) for x in c} for c in judged]
+
+
+def _assert_same_evidence(a: Perspect, ra, b: Perspect, rb) -> None:
+    """The same links, judged alike within JUDGED, and the same paragraphs shown, except one whose
+    judgment sits within JUDGED of a rule that decides it (P(against) against P(for), or a cut):
+    the states agree to one int8 step, not bit for bit, so such a tie may fall either way (a CI
+    run showed one)."""
+    ja, jb = _judgments(a, ra), _judgments(b, rb)
+    assert [sorted(x) for x in ja] == [sorted(x) for x in jb]
+    cuts = a.engine().evidence_stage.cuts
+    for ca, cb, ga, gb in zip(ra.clusters, rb.clusters, ja, jb, strict=True):
+        for e in ga:
+            assert np.abs(np.subtract(ga[e], gb[e])).max() <= JUDGED, (e, ga[e], gb[e])
+
+        def tie(e, g=ga):
+            pf, pa = g[e]
+            near = (abs(pa - pf), abs(pf - cuts.entail_at), abs(pa - cuts.contradict_at))
+            return min(near) <= JUDGED
+
+        sa, sb = [e.id for e in ca.evidence], [e.id for e in cb.evidence]
+        assert all(tie(e) for e in set(sa) ^ set(sb)), (sa, sb, ga, gb)
+        order = {e: r for r, e in enumerate(sb)}
+        both = [e for e in sa if e in order]
+        for i, x in enumerate(both):  # shown in one order, but for a tie in P(for)
+            for y in both[i + 1 :]:
+                assert order[x] < order[y] or abs(ga[x][0] - ga[y][0]) <= JUDGED, (sa, sb)
+        verdicts = {e.id: e.verdict for e in cb.evidence}
+        assert all(
+            e.verdict == verdicts[e.id] or tie(e.id) for e in ca.evidence if e.id in verdicts
+        )
+
+
 def test_the_cluster_writes_the_embedded_index(home):
     pair = MODELS / "pair"
     with (
@@ -107,9 +152,7 @@ def test_the_cluster_writes_the_embedded_index(home):
             c.representative.id for c in rb.clusters
         ]
         assert [c.stance for c in ra.clusters] == [c.stance for c in rb.clusters]
-        assert [[e.id for e in c.evidence] for c in ra.clusters] == [
-            [e.id for e in c.evidence] for c in rb.clusters
-        ]
+        _assert_same_evidence(a, ra, b, rb)
     (_, [ma]), (_, [mb]) = (
         api.index_status("embedded", home=home),
         api.index_status("onray", home=home),
