@@ -49,25 +49,7 @@ class RayEncoding:
     encoders' actors get one CPU each, `workers` of them (default: the cluster's CPUs)."""
 
     def __init__(self, address: str, workers: int | None = None):
-        ray = _ray()
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        self._started = not ray.is_initialized()
-        if self._started:
-            _reachable(address)
-            env = {k: os.environ[k] for k in ENV if k in os.environ}
-            try:
-                ray.init(
-                    address=address,
-                    logging_level="ERROR",
-                    log_to_driver=False,
-                    runtime_env={"env_vars": env} if env else None,
-                )
-            except Exception as e:  # ConnectionError, a timeout, a bad address: one line
-                first = (str(e).strip().splitlines() or [e.__class__.__name__])[0]
-                raise PerspectError(
-                    f"no Ray cluster at {address!r}: {first}",
-                    hint="start one (ray start --head) or pass its address: --ray HOST:6379",
-                ) from None
+        ray, self._started = connect(address)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
@@ -135,6 +117,32 @@ class RayEncoding:
         if seen != len(texts):
             raise PerspectError(f"the cluster returned {seen} of {len(texts)} encodings")
         return got
+
+
+def connect(address: str) -> tuple[Any, bool]:
+    """Ray, connected to the cluster at `address` as a driver (this process's models' settings
+    passed on to its workers), and whether this call connected it (a caller already connected,
+    as a test is, keeps its connection). No cluster there: one line, no traceback."""
+    ray = _ray()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        return ray, False
+    _reachable(address)
+    env = {k: os.environ[k] for k in ENV if k in os.environ}
+    try:
+        ray.init(
+            address=address,
+            logging_level="ERROR",
+            log_to_driver=False,
+            runtime_env={"env_vars": env} if env else None,
+        )
+    except Exception as e:  # ConnectionError, a timeout, a bad address: one line
+        first = (str(e).strip().splitlines() or [e.__class__.__name__])[0]
+        raise PerspectError(
+            f"no Ray cluster at {address!r}: {first}",
+            hint="start one (ray start --head) or pass its address: --ray HOST:6379",
+        ) from None
+    return ray, True
 
 
 def _reachable(address: str, timeout: float = 3.0) -> None:

@@ -38,6 +38,7 @@ import json
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,14 @@ EXACT = "exact.pt"  # exact mode: every document; PLAID mode: the delta
 PLAID_IDS = "plaid_ids.json"  # PLAID id (list position) -> document id
 LEGACY_PICKLES = ("documents_ids_to_plaid_ids.pkl", "plaid_ids_to_documents_ids.pkl")
 _QUERY_LOCK = threading.Lock()  # the query length is model state, shared by every backend
+
+
+@dataclass(frozen=True)
+class Within:
+    """One shard's documents (`ColBERTBackend.within`): their ids, and their PLAID ids."""
+
+    ids: frozenset
+    pids: Any  # torch int32 tensor, sorted
 
 
 class ColBERTBackend(Backend):
@@ -434,8 +443,9 @@ class ColBERTBackend(Backend):
         torch.save(self._exact(), self.folder / EXACT)
         self._flat = None
 
-    def _exact_search(self, q, k: int) -> list[tuple[str, float]]:
-        """MaxSim over every stored token: sum over query tokens of the best document token."""
+    def _exact_search(self, q, k: int, within: Within | None = None) -> list[tuple[str, float]]:
+        """MaxSim over every stored token: sum over query tokens of the best document token
+        (`within`: of those documents only)."""
         import torch
 
         store = self._exact()
@@ -454,6 +464,10 @@ class ColBERTBackend(Backend):
         best = torch.full((sim.shape[0], len(ids)), float("-inf"))
         best = best.scatter_reduce(1, owner.expand(sim.shape[0], -1), sim, reduce="amax")
         scores = best.sum(0)
+        if within is not None:  # a shard's documents: the others never rank
+            mask = torch.tensor([i not in within.ids for i in ids])
+            scores = scores.masked_fill(mask, float("-inf"))
+            k = min(k, len(ids) - int(mask.sum()))
         top = torch.topk(scores, min(k, len(ids)))
         return [(ids[i], float(v)) for v, i in zip(top.values, top.indices, strict=True)]
 
@@ -463,11 +477,28 @@ class ColBERTBackend(Backend):
         return self.mode == "plaid" and ident in self._mapping() and ident not in self._tombstones()
 
     # -- reads -----------------------------------------------------------------------------------
+    def within(self, ids) -> Within:
+        """A filter to `ids` for `search_encoded` (one shard's items: perspect.retriever.shards):
+        PLAID's candidates are cut to them before any is decompressed and scored, so a shard pays
+        for its own documents and scores them as the whole index would."""
+        import torch
+
+        ids = frozenset(ids)
+        mapping = self._mapping() if self.mode == "plaid" else {}
+        pids = torch.tensor(sorted(p for i, p in mapping.items() if i in ids), dtype=torch.int32)
+        return Within(ids, pids)
+
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        q = self.encode([query], is_query=True)[0]
-        delta = self._exact_search(q, k)
+        return self.search_encoded(self.encode([query], is_query=True)[0], k)
+
+    def search_encoded(self, q, k: int, within: Within | None = None) -> list[tuple[str, float]]:
+        """`search` for a query encoded already (`encode(..., is_query=True)`), `within`: only
+        the documents of that filter (`within`)."""
+        if k <= 0:
+            return []
+        delta = self._exact_search(q, k, within)
         if self.mode == "exact":
             return delta
         searcher = self._read_searcher()
@@ -478,7 +509,17 @@ class ColBERTBackend(Backend):
         # Straight to the Stanford searcher: PyLate's __call__ re-reads the id pickle every query.
         # Its messages are muted at import (pylate_glue): searches run on several threads at once.
         # Ask for as many more as there are tombstones, so k live ones remain.
-        pids, _ranks, scores = searcher.search(q, k=min(k + len(dead), len(mapping)))
+        if within is not None:
+            import torch
+
+            keep = within.pids
+            pids, _ranks, scores = searcher.search(
+                q,
+                k=min(k + len(dead), len(mapping)),
+                filter_fn=lambda got: got[torch.isin(got, keep.to(got.dtype))],
+            )
+        else:
+            pids, _ranks, scores = searcher.search(q, k=min(k + len(dead), len(mapping)))
         rev = self._rev or {}
         main = [
             (rev[p], float(s))

@@ -263,8 +263,13 @@ class Searcher:
             t0 = time.perf_counter()
             if kind == HYBRID and len(self.retrievers) > 1:
                 return self.hybrid(query, pool, int(k), fusion_depth, rrf_k).hits
-            scored = self.backend(pool, kind).search(query, int(k))
+            scored = self.first_stage(query, pool, kind, int(k))
             return self.hits(query, pool, kind, scored, t0)
+
+    def first_stage(self, query: str, pool: str, kind: str, k: int) -> list[tuple[str, float]]:
+        """One retriever's top-k of `pool` (`runs`: all of them at once): the pinned version's
+        backend here, the shards' answers merged over a cluster (retriever.shards)."""
+        return self.backend(pool, kind).search(query, k)
 
     def hybrid(self, query: str, pool: str, k: int, depth: int, rrf_k: int) -> Hybrid:
         """Every retriever's top `max(k, depth)`, fused by RRF into the top `k` (a single

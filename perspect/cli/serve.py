@@ -31,7 +31,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             time_budget_s=args.time_budget,
             concurrent_searches=args.concurrent_searches,
             access_log=args.access_log,
-            idle_fill=not args.no_idle_fill,
+            idle_fill=not args.no_idle_fill and args.ray is None,
+            ray=args.ray,
+            shards=args.shards,
+            replicas=args.replicas,
         )
     )
     return 0
@@ -72,6 +75,19 @@ def register(sub) -> None:
         action="store_true",
         help="do not compute the perspectives' lower states while idle (by default the server "
         "keeps them with the index, so that a claim's first search computes none)",
+    )
+    s.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run the searches on a Ray cluster ('auto', HOST:6379): the pools split into shards, "
+        "the models on autoscaled replicas (pip install 'perspect[ray]'); the same HTTP API",
+    )
+    s.add_argument(
+        "--shards", type=int, default=None, help="with --ray: shards (default: one a node)"
+    )
+    s.add_argument(
+        "--replicas", type=int, default=d.replicas, help="with --ray: the least pipeline replicas"
     )
     add_home(s)
     s.set_defaults(func=cmd_serve)

@@ -33,7 +33,7 @@ from perspect import api
 from perspect.api.examples import EXAMPLE_CLAIMS
 from perspect.core.errors import IndexDamaged, NotInIndex
 from perspect.core.index.config import check_name
-from perspect.serve import errors
+from perspect.serve import errors, on_ray
 from perspect.serve.config import ENV, ServeConfig
 from perspect.serve.engines import Engines
 from perspect.serve.schemas import INDEX_NAME, requests, responses
@@ -57,7 +57,7 @@ class NoSuchJob(NotInIndex):
 
 
 def create_app(config: ServeConfig) -> FastAPI:
-    engines = Engines(config)
+    engines = Engines(config) if config.ray is None else on_ray.RayEngines(config)
     writer = ThreadPoolExecutor(2, "perspect-news")
 
     @asynccontextmanager
@@ -303,6 +303,8 @@ def run(config: ServeConfig) -> None:
         log_level="info",
         timeout_graceful_shutdown=5,
     )
+    if config.ray is not None:  # connected first: no cluster is one line, before any serving
+        on_ray.connect(config)
     if config.workers == 1:
         uvicorn.run(create_app(config), **common)
         return

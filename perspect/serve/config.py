@@ -31,6 +31,9 @@ class ServeConfig:
     warm_fast: bool = True  # load the --fast engine too at start-up
     idle_fill: bool = True  # keep the perspectives' lower states while no search runs
     access_log: bool = False
+    ray: str | None = None  # a Ray cluster's address ("auto", HOST:6379): searches run there
+    shards: int | None = None  # with `ray`: shards of each pool (default: one a node)
+    replicas: int = 1  # with `ray`: the pipeline's replicas at least (autoscaled up to one a node)
 
     def __post_init__(self) -> None:
         for name in (
@@ -46,6 +49,13 @@ class ServeConfig:
             raise PerspectError(f"--max-k must be at most 1000, got {self.max_k}")
         if not 0 < self.port < 65536:
             raise PerspectError(f"--port must be in 1..65535, got {self.port}")
+        if self.ray is not None and self.workers > 1:
+            raise PerspectError(
+                "--workers and --ray do not go together",
+                hint="with --ray the cluster's replicas run the searches: one front process",
+            )
+        if (self.shards is not None and self.shards < 1) or self.replicas < 1:
+            raise PerspectError("--shards and --replicas must be at least 1")
         if self.time_budget_s <= 0:
             raise PerspectError(f"the time budget must be positive, got {self.time_budget_s}")
 

@@ -128,6 +128,10 @@ class ItemStore:
         for i, t, m in self._db.execute("SELECT id, text, metadata FROM items ORDER BY seq"):
             yield Item(id=i, text=t, metadata=json.loads(m))
 
+    def ids(self) -> list[str]:
+        """Every item's id, in insertion order (without texts: a shard's split reads only these)."""
+        return [i for (i,) in self._db.execute("SELECT id FROM items ORDER BY seq")]
+
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM items").fetchone()[0]
 

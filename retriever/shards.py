@@ -1,0 +1,164 @@
+"""An index's pools split into shards by item, each shard searched on its own and the answers
+merged: what `perspect serve --ray` runs, one Ray Serve deployment a shard (perspect.api.cluster).
+
+A shard is a view of the index version every node reads (a shared filesystem on a real cluster):
+item `x` of a pool belongs to shard `crc32(x) mod n`. Each shard holds its own part of each
+retriever and scores it as the whole index would, so that merging the shards' top-k by score gives
+the unsharded top-k, and the fusion above it (RRF over the retrievers, `Searcher.hybrid`) is the
+same code on the same runs:
+- dense: the shard's rows of the stored vectors, an exact inner product (a flat index's scores);
+- BM25: the index's tantivy postings with the shard's items as a filter that scores nothing, so
+  its scores carry the whole pool's statistics (what Elasticsearch's dfs_query_then_fetch gives);
+- ColBERT: PLAID's candidates cut to the shard's documents before any is decompressed and scored
+  (its costly part is split), or, in a small pool's exact mode, MaxSim over the shard's documents.
+The query is encoded once, where the search runs (`encode_query`), and sent to every shard.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspect.core.errors import PerspectError
+from perspect.retriever.searcher import Searcher
+
+SHARDABLE = ("bm25", "dense", "colbert")
+
+
+def shard_of(item_id: str, n: int) -> int:
+    """The shard of an item among `n`: stable across processes and machines."""
+    return zlib.crc32(item_id.encode("utf-8")) % n
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query as every shard needs it: its text (BM25), its dense vector and its ColBERT token
+    vectors (None where the pool has no such retriever)."""
+
+    text: str
+    dense: np.ndarray | None = None
+    colbert: Any = None
+
+
+def encode_query(searcher: Searcher, pool: str, texts: Sequence[str]) -> list[Query]:
+    """`texts` encoded by `pool`'s query encoders (on the version the caller has pinned)."""
+    kinds = searcher.config.for_pool(pool)
+    dense = colbert = [None] * len(texts)
+    if "dense" in kinds:
+        dense = list(searcher.backend(pool, "dense").embed_queries(list(texts)))
+    if "colbert" in kinds:
+        colbert = list(searcher.backend(pool, "colbert").encode(list(texts), is_query=True))
+    return [Query(t, d, c) for t, d, c in zip(texts, dense, colbert, strict=True)]
+
+
+def merge(runs: Sequence[Sequence[tuple[str, float]]], k: int) -> list[tuple[str, float]]:
+    """The shards' runs of one retriever as one: the top-k by score (ties by id: any order of
+    arrival merges alike)."""
+    return sorted((h for run in runs for h in run), key=lambda h: (-h[1], h[0]))[:k]
+
+
+class _Part:
+    """One pool's part of a shard in one version: its items, their dense rows, the filters."""
+
+    def __init__(self, searcher: Searcher, pool: str, index: int, n: int):
+        self.ids = [x for x in searcher.store(pool).ids() if shard_of(x, n) == index]
+        kinds = searcher.config.for_pool(pool)
+        unknown = [k for k in kinds if k not in SHARDABLE]
+        if unknown:
+            raise PerspectError(
+                f"the {', '.join(unknown)} retriever cannot be split into shards",
+                hint="serve this index without --ray, or rebuild it: "
+                "--retrievers bm25,dense,colbert",
+            )
+        self.rows = None
+        if "dense" in kinds and self.ids:
+            self.rows = np.asarray(searcher.backend(pool, "dense").vectors(self.ids), np.float32)
+        self.within = {
+            k: searcher.backend(pool, k).within(self.ids) for k in kinds if k in ("bm25", "colbert")
+        }
+
+    def dense(self, q: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if self.rows is None or not len(self.rows):
+            return []
+        scores = self.rows @ np.asarray(q, np.float32)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(self.ids[i], float(scores[i])) for i in top]
+
+
+class Shard:
+    """Shard `index` of `n` of one index: each pool's top-`depth` of each retriever, over its
+    own items (`_Part`, opened once per version)."""
+
+    def __init__(self, name: str, home: str | Path | None, index: int, n: int):
+        if not 0 <= index < n:
+            raise PerspectError(f"shard {index} of {n} does not exist")
+        self.index, self.n = index, n
+        self.searcher = Searcher(name, home)
+        self._parts: dict[tuple[str, str], _Part] = {}
+
+    def count(self, pool: str) -> int:
+        with self.searcher.pinned() as v:
+            return len(self._part(v.version.name, pool).ids) if pool in self.searcher.pools else 0
+
+    def _part(self, version: str, pool: str) -> _Part:
+        key = (version, pool)
+        if key not in self._parts:
+            self._parts = {k: p for k, p in self._parts.items() if k[0] == version}
+            self._parts[key] = _Part(self.searcher, pool, self.index, self.n)
+        return self._parts[key]
+
+    def search(
+        self, pool: str, query: Query, depth: int, kinds: Sequence[str] | None = None
+    ) -> tuple[str, dict[str, list[tuple[str, float]]]]:
+        """(the version read, {retriever: its top-`depth` here}) for `kinds` (default: all of
+        the pool's)."""
+        with self.searcher.pinned() as v:
+            part = self._part(v.version.name, pool)
+            out = {}
+            for kind in kinds or v.config.for_pool(pool):
+                if kind == "dense":
+                    out[kind] = part.dense(query.dense, depth)
+                elif kind == "bm25":
+                    b = self.searcher.backend(pool, kind)
+                    out[kind] = b.search(query.text, depth, within=part.within[kind])
+                else:
+                    b = self.searcher.backend(pool, kind)
+                    out[kind] = b.search_encoded(query.colbert, depth, within=part.within[kind])
+            return v.version.name, out
+
+    def close(self) -> None:
+        self._parts.clear()
+        self.searcher.close()
+
+
+Ask = Callable[[str, Query, int, Sequence[str] | None], list[dict[str, list[tuple[str, float]]]]]
+Encode = Callable[[str, str], Query]
+
+
+class ShardedSearcher(Searcher):
+    """A Searcher whose first stage runs on shards: `ask(pool, query, depth, kinds)` gives every
+    shard's runs (in parallel, on a cluster), merged here by score per retriever; the fusion,
+    the hits and everything else (stores, stored vectors, links) read the index as before.
+    `encode(pool, text)`: the query's encodings (default: here, by the pool's backends)."""
+
+    def __init__(self, name: str, home: str | Path | None, ask: Ask, encode: Encode | None = None):
+        super().__init__(name, home)
+        self._ask = ask
+        self._encode = encode or (lambda pool, text: encode_query(self, pool, [text])[0])
+
+    def runs(self, query: str, pool: str, depth: int) -> tuple[list[list[tuple[str, float]]], Any]:
+        self._check_pool(pool)  # here, as unsharded: not on a shard
+        kinds = self.config.for_pool(pool)
+        q = self._encode(pool, query)
+        got = self._ask(pool, q, depth, None)
+        return [merge([g.get(k, []) for g in got], depth) for k in kinds], q.dense
+
+    def first_stage(self, query: str, pool: str, kind: str, k: int) -> list[tuple[str, float]]:
+        self.backend(pool, kind)  # an unknown retriever is refused here, as unsharded
+        q = self._encode(pool, query)
+        return merge([g.get(kind, []) for g in self._ask(pool, q, k, [kind])], k)
