@@ -130,15 +130,7 @@ class TantivyBM25(Backend):
     def tokens(self, text: str) -> list[str]:
         return self._analyzer.analyze(text)
 
-    def within(self, ids: Sequence[str]) -> tantivy.Query:
-        """A filter to `ids` for `search` (one shard's items: perspect.retriever.shards), scoring
-        nothing itself: a shard's scores are those of the whole index, its statistics included,
-        so shards' answers merge by score into the unsharded answer."""
-        terms = tantivy.Query.term_set_query(self._schema, "id", list(ids))
-        return tantivy.Query.const_score_query(terms, 0.0)
-
-    def search(self, query: str, k: int, within: tantivy.Query | None = None):
-        """Top-k (id, score); `within`: only the items of that filter (`within`)."""
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
         terms = list(dict.fromkeys(self.tokens(query)))
         if not terms or k <= 0:
             return []
@@ -148,8 +140,6 @@ class TantivyBM25(Backend):
                 for t in terms
             ]
         )
-        if within is not None:
-            q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, within)])
         searcher = self._index.searcher()
         res = searcher.search(q, limit=k, count=False)
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in res.hits]

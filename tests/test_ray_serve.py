@@ -136,7 +136,7 @@ def test_its_answers_are_the_embedded_index(server, home):
     assert len(stages - {None}) >= 1, stages
 
 
-def test_a_replica_killed_while_8_clients_search_loses_no_search(server):
+def test_a_replica_killed_while_8_clients_search_loses_no_search(server, cluster):
     url, _, log = server
     answers, failures, stop = [], [], threading.Event()
 
@@ -154,7 +154,8 @@ def test_a_replica_killed_while_8_clients_search_loses_no_search(server):
         while len(answers) < 4 and not failures:
             time.sleep(0.1)
         before = len(answers)
-        ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+        # this cluster's address, not "auto": another test's cluster may run beside it
+        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
         replicas = [a for a in ray.util.list_named_actors(all_namespaces=True)
                     if "Pipeline" in a["name"]]  # fmt: skip
         assert len(replicas) == 2, replicas

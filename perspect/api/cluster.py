@@ -5,11 +5,14 @@ of it on its own cores. On a cluster the first stage is split by item (perspect.
 and the model passes run on as many replicas as the load asks for:
 - `Shard0` .. `Shard{n-1}`: one deployment a shard, each searching its items with BM25, dense and
   ColBERT (PLAID) and answering its top-k of each; merged by score and fused by the same RRF;
-- `Encoder`: the claims' query encodings (the dense and ColBERT query encoders), with Ray Serve's
-  request batching (its `batch` decorator: the claims that arrive within a few milliseconds are
-  encoded in one pass) and autoscaling;
 - `Pipeline`: the engine (relevance, sides, clusters, evidence, mining, their model passes),
-  replicated with autoscaling; its searcher (`ShardedSearcher`) asks the shards and the encoder.
+  replicated with autoscaling; its searcher (`ShardedSearcher`) asks the shards. Its claims'
+  query encodings (the dense and ColBERT query encoders: once a claim, sent to every shard) go
+  through Ray Serve's request batching (its `batch` decorator: the claims a replica's concurrent
+  searches ask for within a few milliseconds are encoded in one pass). A deployment of its own
+  for them was measured first: 41 ms a claim through its handle against 10 ms encoded in place,
+  twice a search (the perspectives', then the mined pools'), so it cost more than batching
+  across replicas could give back on these nodes.
 The HTTP front door is `perspect serve`'s own app (perspect.serve.on_ray calls `Pipeline` through
 a handle), so routes, bodies, errors and the OpenAPI description are those of a local server.
 
@@ -22,6 +25,7 @@ Ray is optional (`pip install 'perspect[ray]'`): imported only here and only whe
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import queue
@@ -57,9 +61,8 @@ class ClusterConfig:
     max_replicas: int | None = None
     replica_cpus: float = 1.0
     shard_cpus: float = 0.25
-    encoder_cpus: float = 0.25
     batch_size: int = 8
-    batch_wait_s: float = 0.005
+    batch_wait_s: float = 0.002
     concurrent_searches: int = 2  # a replica's searches at once (the rest wait at the router)
 
 
@@ -106,63 +109,62 @@ class ShardReplica:
         return self.shard.count(pool)
 
 
-class EncoderReplica:
-    """The query encoders of the index's pools, batched across requests (Ray Serve's `batch`)."""
-
-    def __init__(self, config: ClusterConfig):
-        from ray import serve
-
-        from perspect.retriever.searcher import Searcher
-
-        _threads(config.encoder_cpus)
-        self.searcher = Searcher(config.index, config.home)
-        self.batches: list[int] = []  # sizes of the last batches (GET-able through `stats`)
-        self.encode = serve.batch(
-            max_batch_size=config.batch_size, batch_wait_timeout_s=config.batch_wait_s
-        )(self._encode_many)
-
-    async def _encode_many(self, asks: list[tuple[str, str]]) -> list[Query]:
-        self.batches = [*self.batches[-99:], len(asks)]
-        out: list[Query | None] = [None] * len(asks)
-        with self.searcher.pinned():
-            for pool in dict.fromkeys(p for p, _ in asks):
-                rows = [i for i, (p, _) in enumerate(asks) if p == pool]
-                got = encode_query(self.searcher, pool, [asks[i][1] for i in rows])
-                for i, q in zip(rows, got, strict=True):
-                    out[i] = q
-        return out  # type: ignore[return-value]
-
-    async def __call__(self, pool: str, text: str) -> Query:
-        return await self.encode((pool, text))
-
-    def stats(self) -> dict[str, Any]:
-        return {"batches": list(self.batches)}
-
-
 class PipelineReplica:
     """The engine, over a searcher whose first stage is the shards'; searches answer JSON bodies
     (or an error a reader can fix, `_error`), a streamed search its stages first."""
 
-    def __init__(self, config: ClusterConfig, encoder, *shards):
+    def __init__(self, config: ClusterConfig, *shards):
         _threads(config.replica_cpus)
+        from ray import serve
+
         from perspect.api import Perspect
 
-        self.config, self.encoder, self.shards = config, encoder, list(shards)
+        self.config, self.shards = config, list(shards)
         self._handles: dict[bool, Perspect] = {}
         self._lock = threading.Lock()
+        # one searcher for both engines (default, --fast): its query encoders loaded once
+        self._searcher = ShardedSearcher(config.index, config.home, self._ask, self._encode)
+        self._loop = asyncio.get_running_loop()  # Serve constructs a replica on its event loop
+        self._batched = serve.batch(
+            max_batch_size=config.batch_size, batch_wait_timeout_s=config.batch_wait_s
+        )(self._encode_many)
+        self._batching = False  # not while the constructor holds the loop (the warm search)
+        self.batches: list[int] = []  # the sizes of the last batches
         # the models loaded (and the first search's lazy opens done) before the replica says it is
         # ready; on a thread, since Serve constructs replicas on their event loop, where a handle's
         # blocking `result` (the shards', the encoder's) is refused
         warm = threading.Thread(target=lambda: self._perspect(False).search(WARM_CLAIM))
         warm.start()
         warm.join()
+        self._batching = True
 
     def _ask(self, pool, q, depth, kinds) -> list[dict]:
         replies = [s.search.remote(pool, q, depth, kinds) for s in self.shards]
         return [r.result()[1] for r in replies]
 
     def _encode(self, pool: str, text: str) -> Query:
-        return self.encoder.remote(pool, text).result()
+        """The claim's encodings, batched with the other searches' of this replica."""
+        if not self._batching:
+            return self._encode_now([(pool, text)])[0]
+        return asyncio.run_coroutine_threadsafe(self._batched((pool, text)), self._loop).result()
+
+    async def _encode_many(self, asks: list[tuple[str, str]]) -> list[Query]:
+        self.batches = [*self.batches[-99:], len(asks)]
+        return await asyncio.to_thread(self._encode_now, asks)
+
+    def _encode_now(self, asks: list[tuple[str, str]]) -> list[Query]:
+        out: list[Query | None] = [None] * len(asks)
+        with self._searcher.pinned():
+            for pool in dict.fromkeys(p for p, _ in asks):
+                rows = [i for i, (p, _) in enumerate(asks) if p == pool]
+                got = encode_query(self._searcher, pool, [asks[i][1] for i in rows])
+                for i, q in zip(rows, got, strict=True):
+                    out[i] = q
+        return out  # type: ignore[return-value]
+
+    def stats(self) -> dict[str, Any]:
+        """This replica's last query-encoding batch sizes."""
+        return {"batches": list(self.batches)}
 
     def _perspect(self, fast: bool):
         from perspect.api import Perspect
@@ -170,8 +172,9 @@ class PipelineReplica:
         with self._lock:
             if fast not in self._handles:
                 cfg = self.config
-                searcher = ShardedSearcher(cfg.index, cfg.home, self._ask, self._encode)
-                self._handles[fast] = Perspect(searcher, cfg.model, fast_config() if fast else None)
+                self._handles[fast] = Perspect(
+                    self._searcher, cfg.model, fast_config() if fast else None
+                )
             return self._handles[fast]
 
     def search(self, claim: str, k, fast: bool, pool, retriever, budget_s: float) -> dict:
@@ -232,10 +235,9 @@ class _Deadline(threading.Event):
 
 @dataclass(frozen=True)
 class Deployed:
-    """The running application: the pipeline's handle, the encoder's, the shards'."""
+    """The running application: the pipeline's handle, the shards'."""
 
     pipeline: Any
-    encoder: Any
     shards: tuple
     config: ClusterConfig
     seconds: float
@@ -261,12 +263,6 @@ def deploy(address: str, config: ClusterConfig, connected: bool = False) -> Depl
         for i in range(cfg.shards)
     ]  # fmt: skip
     most = max(cfg.replicas, cfg.max_replicas or nodes)
-    encoder = serve.deployment(
-        EncoderReplica, name="Encoder", max_ongoing_requests=4 * cfg.batch_size,
-        autoscaling_config={"min_replicas": 1, "max_replicas": most,
-                            "target_ongoing_requests": 2 * cfg.batch_size},
-        ray_actor_options={"num_cpus": cfg.encoder_cpus},
-    ).bind(cfg)  # fmt: skip
     pipeline = serve.deployment(
         PipelineReplica, name="Pipeline", max_ongoing_requests=cfg.concurrent_searches,
         autoscaling_config={"min_replicas": cfg.replicas, "max_replicas": most,
@@ -274,11 +270,10 @@ def deploy(address: str, config: ClusterConfig, connected: bool = False) -> Depl
                             "upscale_delay_s": 5, "downscale_delay_s": 60},
         ray_actor_options={"num_cpus": cfg.replica_cpus},
         health_check_period_s=2, health_check_timeout_s=30, graceful_shutdown_timeout_s=5,
-    ).bind(cfg, encoder, *shards)  # fmt: skip
+    ).bind(cfg, *shards)  # fmt: skip
     handle = serve.run(pipeline, name=APP, route_prefix=None)
-    enc = serve.get_deployment_handle("Encoder", app_name=APP)
     sh = tuple(serve.get_deployment_handle(f"Shard{i}", app_name=APP) for i in range(cfg.shards))
-    return Deployed(handle, enc, sh, cfg, round(time.perf_counter() - t0, 2))
+    return Deployed(handle, sh, cfg, round(time.perf_counter() - t0, 2))
 
 
 def undeploy() -> None:
