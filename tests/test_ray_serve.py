@@ -2,7 +2,8 @@
 on a 3-node cluster of local processes (loopback only, a small object store each, no dashboard,
 no usage reporting), driven as a user drives it: `perspect serve --ray ADDRESS` in its own
 process, over HTTP. Its answers are the embedded index's (each retriever's and the whole search's);
-a pipeline replica killed while 8 clients search loses no search (each lost one is asked again);
+a pipeline replica killed while 8 clients search loses no search (each lost one is asked again),
+and the surviving replica batches its searches' query encodings;
 no cluster is one line and exit 2; the OpenAPI description is the local server's."""
 
 from __future__ import annotations
@@ -160,7 +161,6 @@ def test_a_replica_killed_while_8_clients_search_loses_no_search(server, cluster
                     if "Pipeline" in a["name"]]  # fmt: skip
         assert len(replicas) == 2, replicas
         ray.kill(ray.get_actor(replicas[0]["name"], namespace=replicas[0]["namespace"]))
-        ray.shutdown()
         deadline = time.monotonic() + 120
         while len(answers) < before + 12 and not failures:
             assert time.monotonic() < deadline, (len(answers), log.read_text()[-3000:])
@@ -170,6 +170,13 @@ def test_a_replica_killed_while_8_clients_search_loses_no_search(server, cluster
         for t in threads:
             t.join(timeout=180)
     assert not failures, failures[:3]
+    # the surviving replica batched its concurrent searches' query encodings (request batching)
+    from ray import serve
+
+    pipeline = serve.get_deployment_handle("Pipeline", app_name="perspect")
+    sizes = [b for _ in range(4) for b in pipeline.stats.remote().result()["batches"]]
+    ray.shutdown()
+    assert sizes and max(sizes) > 1, sizes
     ready = httpx.get(f"{url}/ready", timeout=30).json()
     assert ready["engines"]["cluster"]["retries"] >= 1, ready  # a search was lost, and asked again
 
