@@ -33,11 +33,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not bundle.is_bundle(MODELS / "pair"), reason="needs the shipped bundle"),
 ]
-CLAIMS = [
-    "zoos protect endangered species",
-    "animal testing is needed for medical research",
-    "circuses with animals should be banned",
-]
+CLAIMS = ["zoos protect endangered species", "animal testing is needed for medical research"]
 
 
 @pytest.fixture(scope="module")
