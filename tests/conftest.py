@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+# A test process that leaves a Ray cluster never rejoins one on its own: with auto-connect, a Ray
+# call after its shutdown would join the newest cluster on the machine (another test file's, on the
+# other xdist worker), and Ray ends a driver whose cluster goes away. Read when ray is imported.
+os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PERSPECT_SHARED_DATA", ROOT.parent / "shared" / "data"))
 PERSPECTRUM = SHARED / "perspectrum"

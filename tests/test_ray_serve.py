@@ -133,7 +133,7 @@ def test_its_answers_are_the_embedded_index(server, home):
     assert len(stages - {None}) >= 1, stages
 
 
-def test_a_replica_killed_while_8_clients_search_loses_no_search(server, cluster):
+def test_a_replica_killed_while_8_clients_search_loses_no_search(server):
     url, _, log = server
     answers, failures, stop = [], [], threading.Event()
 
@@ -151,12 +151,9 @@ def test_a_replica_killed_while_8_clients_search_loses_no_search(server, cluster
         while len(answers) < 4 and not failures:
             time.sleep(0.1)
         before = len(answers)
-        # this cluster's address, not "auto": another test's cluster may run beside it
-        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-        replicas = [a for a in ray.util.list_named_actors(all_namespaces=True)
-                    if "Pipeline" in a["name"]]  # fmt: skip
+        replicas = _processes("ray::ServeReplica:perspect:Pipeline")
         assert len(replicas) == 2, replicas
-        ray.kill(ray.get_actor(replicas[0]["name"], namespace=replicas[0]["namespace"]))
+        os.kill(replicas[0], signal.SIGKILL)  # as a node's process lost, mid-search
         deadline = time.monotonic() + 120
         while len(answers) < before + 12 and not failures:
             assert time.monotonic() < deadline, (len(answers), log.read_text()[-3000:])
@@ -166,15 +163,25 @@ def test_a_replica_killed_while_8_clients_search_loses_no_search(server, cluster
         for t in threads:
             t.join(timeout=180)
     assert not failures, failures[:3]
-    # the surviving replica batched its concurrent searches' query encodings (request batching)
-    from ray import serve
-
-    pipeline = serve.get_deployment_handle("Pipeline", app_name="perspect")
-    sizes = [b for _ in range(4) for b in pipeline.stats.remote().result()["batches"]]
-    ray.shutdown()
-    assert sizes and max(sizes) > 1, sizes
     ready = httpx.get(f"{url}/ready", timeout=30).json()
-    assert ready["engines"]["cluster"]["retries"] >= 1, ready  # a search was lost, and asked again
+    cluster_status = ready["engines"]["cluster"]
+    assert cluster_status["retries"] >= 1, ready  # a search was lost, and asked again
+    # the replicas batched their concurrent searches' query encodings (request batching)
+    assert cluster_status["largest_batch"] > 1, ready
+
+
+def _processes(title: str) -> list[int]:
+    """The pids of the processes whose command line starts with `title` (Ray names its workers'
+    processes after their actors). The test process itself never joins the cluster: a driver
+    left connected is killed by Ray once a cluster it reached goes (another test's, say)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and (d / "cmdline").read_bytes().startswith(title.encode()):
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def test_no_cluster_is_one_line_and_exit_2(home):

@@ -129,7 +129,7 @@ class PipelineReplica:
             max_batch_size=config.batch_size, batch_wait_timeout_s=config.batch_wait_s
         )(self._encode_many)
         self._batching = False  # not while the constructor holds the loop (the warm search)
-        self.batches: list[int] = []  # the sizes of the last batches
+        self.batches: list[int] = []  # the sizes of the last batches (each answer says the largest)
         # the models loaded (and the first search's lazy opens done) before the replica says it is
         # ready; on a thread, since Serve constructs replicas on their event loop, where a handle's
         # blocking `result` (the shards', the encoder's) is refused
@@ -162,10 +162,6 @@ class PipelineReplica:
                     out[i] = q
         return out  # type: ignore[return-value]
 
-    def stats(self) -> dict[str, Any]:
-        """This replica's last query-encoding batch sizes."""
-        return {"batches": list(self.batches)}
-
     def _perspect(self, fast: bool):
         from perspect.api import Perspect
 
@@ -189,7 +185,11 @@ class PipelineReplica:
                     res = p.retrieve(
                         claim, 20 if k is None else k, pool or "perspectives", retriever
                     )
-                return {"body": res.to_json(), "version": version}
+                return {
+                    "body": res.to_json(),
+                    "version": version,
+                    "batch": max(self.batches, default=0),
+                }
         except Cancelled as e:
             return {"error": "Cancelled", "message": str(e.message), "hint": None, "late": True}
         except PerspectError as e:
@@ -206,7 +206,7 @@ class PipelineReplica:
                 p = self._perspect(fast)
                 res = p.search(claim, progress=lambda s, f: events.put({"stage": s, "fraction": f}),
                                cancel=cancel, k=k)  # fmt: skip
-                events.put({"body": res.to_json()})
+                events.put({"body": res.to_json(), "batch": max(self.batches, default=0)})
             except Cancelled as e:
                 events.put({"error": "Cancelled", "message": e.message, "hint": None, "late": True})
             except PerspectError as e:

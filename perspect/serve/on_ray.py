@@ -6,7 +6,7 @@ unchanged); only where a search runs differs. A search the cluster loses (its re
 killed, a replica not reachable yet) is asked again, on whichever replica the router picks,
 until its time budget runs out: a reader sees an answer, or a 504 past the budget, never the
 cluster's error. `/ready` says 200 once every replica is up, with the cluster's shape and how many
-searches were asked again. Comparisons and writes run here, as without a cluster.
+searches were asked again and the largest batch of query encodings a replica ran. Comparisons and writes run here, as without a cluster.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class RayEngines(Engines):
         super().__init__(config)
         self.deployed: cluster.Deployed | None = None
         self.retries = 0  # searches asked again after the cluster lost them
+        self.largest_batch = 0  # the most claims a replica encoded in one batch, as answers say
 
     def start(self) -> None:
         self._loads.append(background.start("perspect-deploy", self._deploy))
@@ -78,6 +79,7 @@ class RayEngines(Engines):
             "shards": c.shards if c else None,
             "replicas": c.replicas if c else None,
             "retries": self.retries,
+            "largest_batch": self.largest_batch,
         }
         return out
 
@@ -118,6 +120,7 @@ class RayEngines(Engines):
                 if reply.get("late"):
                     raise self._late()
                 cluster.raise_error(reply)
+            self.largest_batch = max(self.largest_batch, reply.get("batch", 0))
             return Answer(reply["body"], reply["version"])
 
     async def _run_job(self, job: Job, k: int | None, fast: bool) -> None:
@@ -171,6 +174,7 @@ class RayEngines(Engines):
                 job.stage, job.fraction = event["stage"], event["fraction"]
             elif "body" in event:
                 job.result, job.state = event["body"], "done"
+                self.largest_batch = max(self.largest_batch, event.get("batch", 0))
             elif "crash" in event:
                 raise RuntimeError(event["crash"])
             elif event.get("late"):
