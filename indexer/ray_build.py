@@ -22,6 +22,7 @@ Ray is optional (`pip install 'perspect[ray]'`): imported only here, only when a
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -174,8 +175,6 @@ def _encode_batch(batch: dict, what: str, kwargs: dict) -> dict:
     this worker process and kept: Ray runs a build's tasks in the same pooled processes, so the
     next batch, and the next pass with the same model (the dense encoder of every pool), reuse it
     instead of loading the model again each pass."""
-    import json
-
     key = (what, json.dumps(kwargs, sort_keys=True, default=str))
     if key not in _LOADED:
         _LOADED[key] = {"_BackendEncoder": _BackendEncoder, "_TrunkLower": _TrunkLower}[what](

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from perspect.core import background
 from perspect.core.errors import PerspectError
 from perspect.retriever.searcher import Searcher, concurrently
 
@@ -168,6 +169,12 @@ class ShardedSearcher(Searcher):
         super().__init__(name, home)
         self._ask = ask
         self._encode = encode or (lambda pool, text: encode_query(self, pool, [text])[0])
+
+    def warm_in_background(self, pools: Sequence[str] = ("perspectives",)) -> background.Job:
+        """Nothing opened ahead: the first stage's indexes are the shards' (warming them here too
+        would hold every pool's PLAID index twice on a node); the query encoders and the stored
+        vectors open at the first search, which a cluster's replica runs before it is ready."""
+        return background.start("perspect-warm", lambda cancel: None)
 
     def runs(self, query: str, pool: str, depth: int) -> tuple[list[list[tuple[str, float]]], Any]:
         self._check_pool(pool)  # here, as unsharded: not on a shard

@@ -128,6 +128,9 @@ def test_search_answers_as_the_cli_and_bad_requests_get_one_line(server, tiny_pa
 class _Broken:
     """An engine that fails inside (a bug, a lost file): what a 500 is for."""
 
+    def answer(self, *args, **kwargs):  # what a server asks of its engine's handle
+        raise RuntimeError("something broke inside")
+
     def pinned(self):
         raise RuntimeError("something broke inside")
 

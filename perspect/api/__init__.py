@@ -199,6 +199,26 @@ class Perspect:
         """Top-k items of `pool` (bm25, colbert or hybrid), without the models."""
         return self._searcher.search(query, pool=pool, k=k, retriever=retriever)
 
+    def answer(
+        self,
+        claim: str,
+        k: int | None = None,
+        pool: str | None = None,
+        retriever: str | None = None,
+        cancel: threading.Event | None = None,
+    ) -> tuple[dict, str]:
+        """(the JSON of POST /search, the index version it read): the whole search, or with
+        `pool` or `retriever` the retrieval alone (top `k`, default 20). What a server answers,
+        locally (perspect.serve.engines) or on a cluster's replica (perspect.api.cluster)."""
+        with self.pinned() as version:
+            if pool is None and retriever is None:
+                res = self.search(claim, cancel=cancel, k=k)
+            else:
+                res = self.retrieve(
+                    claim, 20 if k is None else k, pool or "perspectives", retriever
+                )
+            return res.to_json(), version
+
     # -- readers' corrections (perspect.core.index.corrections) ------------------------------------
     def correct(
         self,

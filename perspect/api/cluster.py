@@ -105,9 +105,6 @@ class ShardReplica:
     def search(self, pool: str, q: Query, depth: int, kinds) -> tuple[str, dict]:
         return self.shard.search(pool, q, depth, kinds)
 
-    def count(self, pool: str) -> int:
-        return self.shard.count(pool)
-
 
 class PipelineReplica:
     """The engine, over a searcher whose first stage is the shards'; searches answer JSON bodies
@@ -177,19 +174,8 @@ class PipelineReplica:
         """{"body": the answer's JSON, "version": the index version it read}, or an error."""
         cancel = _Deadline(budget_s)
         try:
-            p = self._perspect(fast)
-            with p.pinned() as version:
-                if pool is None and retriever is None:
-                    res = p.search(claim, cancel=cancel, k=k)
-                else:
-                    res = p.retrieve(
-                        claim, 20 if k is None else k, pool or "perspectives", retriever
-                    )
-                return {
-                    "body": res.to_json(),
-                    "version": version,
-                    "batch": max(self.batches, default=0),
-                }
+            body, version = self._perspect(fast).answer(claim, k, pool, retriever, cancel)
+            return {"body": body, "version": version, "batch": max(self.batches, default=0)}
         except Cancelled as e:
             return {"error": "Cancelled", "message": str(e.message), "hint": None, "late": True}
         except PerspectError as e:

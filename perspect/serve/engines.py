@@ -225,14 +225,7 @@ class Engines:
         deadline = time.monotonic() + self.config.time_budget_s
 
         def work(p: Perspect, cancel: threading.Event) -> Answer:
-            with p.pinned() as version:
-                if pool is None and retriever is None:
-                    res = p.search(claim, cancel=cancel, k=k)
-                else:
-                    res = p.retrieve(
-                        claim, 20 if k is None else k, pool or "perspectives", retriever
-                    )
-                return Answer(res.to_json(), version)
+            return Answer(*p.answer(claim, k, pool, retriever, cancel))
 
         try:
             return await self.run(fast, work, deadline)

@@ -19,8 +19,9 @@ from typing import Any
 
 from perspect.api import cluster
 from perspect.core import background
+from perspect.core.errors import PerspectError
 from perspect.serve.config import ServeConfig
-from perspect.serve.engines import Answer, Engines, Job, NotReady, TimedOut
+from perspect.serve.engines import Answer, Engines, Job, NotReady, TimedOut, status_of
 
 log = logging.getLogger("perspect.serve")
 PAUSE_S = 0.25  # between a lost search and its next try
@@ -96,62 +97,60 @@ class RayEngines(Engines):
     def _late(self) -> TimedOut:
         return TimedOut(f"the search ran past the {self.config.time_budget_s:g} s budget")
 
-    async def search(self, claim: str, k: int | None, fast: bool, pool: str | None, retriever):
-        deadline = time.monotonic() + self.config.time_budget_s
-        pipeline = await self._pipeline(deadline)
+    async def _retried(self, deadline: float, attempt, lost=None):
+        """`await attempt(left)`, asked again after each failure that is the cluster's (`lost()`
+        first, if given), until it returns or the deadline passes (504). A cancelled wait
+        cancels the request on the cluster too."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._late()
-            response = pipeline.search.remote(claim, k, fast, pool, retriever, left)
             try:
-                reply = await asyncio.wait_for(_awaited(response), left)
+                return await asyncio.wait_for(attempt(left), left)
             except TimeoutError:
-                response.cancel()
                 raise self._late() from None
             except Exception as e:
                 if not cluster.is_cluster_failure(e):
                     raise
                 self.retries += 1
                 log.warning("a search was lost on the cluster (%s); asking again", type(e).__name__)
+                if lost is not None:
+                    lost()
                 await asyncio.sleep(PAUSE_S)
-                continue
-            if "error" in reply:
-                if reply.get("late"):
-                    raise self._late()
-                cluster.raise_error(reply)
-            self.largest_batch = max(self.largest_batch, reply.get("batch", 0))
-            return Answer(reply["body"], reply["version"])
+
+    async def search(self, claim: str, k: int | None, fast: bool, pool: str | None, retriever):
+        deadline = time.monotonic() + self.config.time_budget_s
+        pipeline = await self._pipeline(deadline)
+
+        async def attempt(left: float) -> dict:
+            request = pipeline.search.remote(claim, k, fast, pool, retriever, left)
+            return await _cancelling(request, request)
+
+        reply = await self._retried(deadline, attempt)
+        if "error" in reply:
+            if reply.get("late"):
+                raise self._late()
+            cluster.raise_error(reply)
+        self.largest_batch = max(self.largest_batch, reply.get("batch", 0))
+        return Answer(reply["body"], reply["version"])
 
     async def _run_job(self, job: Job, k: int | None, fast: bool) -> None:
         deadline = time.monotonic() + self.config.time_budget_s
+
+        async def attempt(left: float) -> None:
+            stream = pipeline.options(stream=True).search_stream.remote(job.claim, k, fast, left)
+            await _cancelling(stream, self._follow(job, stream))
+
+        def lost() -> None:  # the next try starts the search over
+            job.stage, job.fraction = None, 0.0
+
         try:
             pipeline = await self._pipeline(deadline)
             job.state = "running"
-            while job.state == "running":
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._late()
-                stream = pipeline.options(stream=True).search_stream.remote(
-                    job.claim, k, fast, left
-                )
-                try:
-                    await asyncio.wait_for(self._follow(job, stream), left)
-                except TimeoutError:
-                    stream.cancel()
-                    raise self._late() from None
-                except Exception as e:
-                    if not cluster.is_cluster_failure(e):
-                        raise
-                    self.retries += 1
-                    job.stage, job.fraction = None, 0.0
-                    await asyncio.sleep(PAUSE_S)
+            await self._retried(deadline, attempt, lost)
         except TimedOut as e:
             job.state, job.error, job.status = "failed", e.message, 504
         except Exception as e:  # a reader's error (the status POST /search gives it), or ours
-            from perspect.core.errors import PerspectError
-            from perspect.serve.engines import status_of
-
             job.state = "failed"
             if isinstance(e, PerspectError):
                 job.status, job.error = status_of(e), e.message
@@ -197,5 +196,10 @@ class RayEngines(Engines):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-async def _awaited(response):
-    return await response
+async def _cancelling(request, waiting):
+    """`await waiting`, and `request` cancelled on the cluster when this wait is (its deadline)."""
+    try:
+        return await waiting
+    except asyncio.CancelledError:
+        request.cancel()
+        raise
