@@ -10,6 +10,7 @@ TORCH_PIP_ARGS ?=
 PIP_VERSION ?= 26.3
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
 SHARED_CLAIMDIFF ?= ../shared/data/claimdiff
+SHARED_DATA ?= ../shared/data
 CLAIM ?= animals should have lawful rights
 
 .PHONY: setup demo data models test lint lock
@@ -70,7 +71,8 @@ demo: setup data
 	@$(BIN)/perspect models prepare --no-kernels
 	@echo "demo: building the index 'default' until it is searchable (perspect index build --pending)..."
 	@$(BIN)/perspect index build --name default --pending \
-	  --perspectives data/perspectrum/perspective_pool_v1.0.json \
+	  --perspectives $$([ -f data/debates/perspectives.jsonl ] && echo data/debates/perspectives.jsonl \
+	                    || echo data/perspectrum/perspective_pool_v1.0.json) \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
 	       [ -f $$f ] && echo "--evidence $$f" && break; done) \
 	  $$([ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl")
@@ -107,6 +109,9 @@ data: setup
 	@if [ -d "$(SHARED_CLAIMDIFF)" ]; then \
 	  $(BIN)/perspect data fetch claimdiff --from "$(SHARED_CLAIMDIFF)"; \
 	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): the demo index has no news"; fi
+	@if [ -d "$(SHARED_DATA)/argument" ] || [ -d "$(SHARED_DATA)/direction" ]; then \
+	  $(BIN)/perspect data fetch debates --from "$(SHARED_DATA)"; \
+	else echo "no debates at $(SHARED_DATA): the demo index holds PERSPECTRUM's perspectives alone"; fi
 
 test: setup
 	@command -v chromium >/dev/null || { echo "test: installing chromium (the page's browser tests)..." \

@@ -172,6 +172,16 @@ class PerspectiveCluster:
         return tuple(dict.fromkeys(m.source.source for m in self.members if m.source))
 
     @property
+    def debate(self) -> Debate | None:
+        """The debate its first phrasing with one was written for, and its side there (issue 72:
+        perspect.core.datasets.debates keeps them as each argument's metadata)."""
+        for m in (self.representative, *self.members):
+            got = Debate.of(m.metadata)
+            if got is not None:
+                return got
+        return None
+
+    @property
     def mined_only(self) -> bool:
         """Every phrasing was mined from documents or news: no curated perspective makes it."""
         return all(m.mined for m in self.members)
@@ -197,7 +207,37 @@ class PerspectiveCluster:
             "why": self.why.to_json() if self.why else None,
             "sources": len(self.sources),
             "mined": sum(1 for m in self.members if m.mined),
+            "debate": self.debate.to_json() if self.debate else None,
         }
+
+
+@dataclass(frozen=True)
+class Debate:
+    """Where a curated argument comes from: the claim or thesis it was written for, its side
+    there ("support" / "oppose"), its source and licence."""
+
+    text: str
+    side: str
+    source: str
+    licence: str = ""
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any]) -> Debate | None:
+        text, side = metadata.get("debate"), metadata.get("side")
+        if not text or side not in ("support", "oppose"):
+            return None
+        return cls(str(text), str(side), str(metadata.get("source") or ""),
+                   str(metadata.get("licence") or ""))  # fmt: skip
+
+    @property
+    def label(self) -> str:
+        """What a reader is told: written for / against 'the debate' (source)."""
+        way = "for" if self.side == "support" else "against"
+        return f"written {way} '{self.text}'" + (f" ({self.source})" if self.source else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "side": self.side, "source": self.source,
+                "licence": self.licence, "label": self.label}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,11 @@ judged twice by judges working apart (docs/judged-set.md).
 Why ids only: the texts are third-party (PERSPECTRUM, the AllSides articles); the committed set is
 the claims, the items' ids and the labels, and every text is read back from `../shared/data`.
 
-    python -m perspect.lab.judged draw      # items: candidates per claim (no index needed)
-    python -m perspect.lab.judged batches   # judge batch files with their texts (outside the repo)
-    python -m perspect.lab.judged tally     # join two judges' labels -> labels.jsonl, manifest.json
+The commands: perspect.lab.judged_cli.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -196,7 +193,7 @@ def item_texts(
             "perspective": ptext[item["pid"]],
         }
     if q == "ps":
-        sents = split_sentences(etext[item["eid"]])
+        sents = paragraph_sentences(etext[item["eid"]])
         i = int(item["sent"])
         shown = " ".join(s if j != i else f">>> {s} <<<" for j, s in enumerate(sents))
         return {"id": item["id"], "q": q, "perspective": ptext[item["pid"]], "paragraph": shown}
@@ -212,6 +209,14 @@ def item_texts(
     raise ValueError(q)
 
 
+def paragraph_sentences(text: str) -> list[str]:
+    """An evidence paragraph's sentences as the index cuts them (its cited spans' segmenter)."""
+    from perspect.indexer.news import sentence_spans
+
+    return [text[a:b] for a, b in sentence_spans(text)]
+
+
+# news sentences (question cn) are cut by this simpler rule, fixed when the set was drawn
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[\"'“A-Z0-9])")
 
 
@@ -229,41 +234,3 @@ def make_batches(items: Sequence[dict], size: int, seed: int) -> list[list[dict]
         for i in range(0, len(order), size):
             out.append([{**it, "rep": rep} for it in order[i : i + size]])
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m perspect.lab.judged", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("draw", help="wave 1: BM25 candidates per claim, no index needed")
-    d.add_argument("--k", type=int, default=6)
-    d.add_argument("--news", type=int, default=0, help="also k news sentences a claim (cn)")
-    b = sub.add_parser("batches", help="judge batch files (with texts) for unjudged items")
-    b.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
-    b.add_argument("--size", type=int, default=400)
-    b.add_argument("--seed", type=int, default=1)
-    b.add_argument("--q", default="cp")
-    t = sub.add_parser("tally", help="join the judges' files into labels.jsonl and manifest.json")
-    t.add_argument("--judgments", type=Path, required=True)
-    args = ap.parse_args(argv)
-    claims = load_claims()
-    items_path = HERE / "items.jsonl"
-    if args.cmd == "draw":
-        items = merge_items(read_jsonl(items_path), draw_bm25(claims, args.k))
-        if args.news:
-            from perspect.lab.judged_news import draw_news
-
-            items = merge_items(items, draw_news(claims, args.news))
-        print(f"{_write_jsonl(items_path, items)} items -> {items_path}")
-        _write_jsonl(HERE / "claims.jsonl", (c.__dict__ for c in claims))
-        return 0
-    if args.cmd == "batches":
-        from perspect.lab.judged_batches import write_batches
-
-        return write_batches(args, claims, read_jsonl(items_path))
-    from perspect.lab.judged_tally import tally
-
-    return tally(args.judgments, claims, read_jsonl(items_path))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -15,75 +15,68 @@ from perspect.lab.judged import (
     load_claims,
     merge_items,
     read_jsonl,
-    split_sentences,
 )
 
 RETRIEVERS = ("dense", "colbert", "hybrid")
 
 
-def _sentence_at(sents: list[str], text: str, start: int) -> int:
-    """The index of the sentence (of `split_sentences`) covering character `start` of `text`."""
-    pos = 0
-    for i, s in enumerate(sents):
-        at = text.find(s, pos)
-        if at < 0:
-            continue
-        if at <= start < at + len(s) or start < at:
-            return i
-        pos = at + len(s)
-    return len(sents) - 1
+def cited_and_other(text: str, why: tuple[int, int]) -> tuple[int, int | None]:
+    """The index (in `paragraph_sentences`) of the sentence the build cites (the one holding the
+    start of its `why` span) and of another sentence (the first that is not it), or None."""
+    from perspect.indexer.news import sentence_spans
+
+    spans = sentence_spans(text)
+    cited = next((i for i, (a, b) in enumerate(spans) if a <= why[0] < b), 0)
+    other = next((i for i in range(len(spans)) if i != cited), None)
+    return cited, other
 
 
 def draw_index(claims: Sequence[Claim], index: str, k: int, ps_perspectives: int) -> list[dict]:
-    from perspect.api import Perspect
+    from perspect.retriever.searcher import Searcher
 
     etext = evidence_texts()
     rows: list[dict] = []
-    with Perspect.open(index) as p:
-        searcher = p._searcher
-        links = searcher.links()
-        for n, c in enumerate(claims):
-            fused: list[str] = []
-            for r in RETRIEVERS:
-                for h in p.retrieve(c.text, k=k, retriever=r).hits:
-                    rows.append(
-                        {
-                            "id": f"cp:{c.id}:{h.id}",
-                            "q": "cp",
-                            "claim": c.id,
-                            "pid": h.id,
-                            "found": [f"{r}@{h.rank}"],
-                        }
-                    )
-                    if r == "hybrid":
-                        fused.append(h.id)
-            if links is None:
+    searcher = Searcher(index)
+    links = searcher.links()
+    for n, c in enumerate(claims):
+        fused: list[str] = []
+        for r in RETRIEVERS:
+            for h in searcher.search(c.text, pool="perspectives", k=k, retriever=r).hits:
+                rows.append(
+                    {
+                        "id": f"cp:{c.id}:{h.id}",
+                        "q": "cp",
+                        "claim": c.id,
+                        "pid": h.id,
+                        "found": [f"{r}@{h.rank}"],
+                    }
+                )
+                if r == "hybrid":
+                    fused.append(h.id)
+        if links is None:
+            continue
+        got = links.get(fused[:ps_perspectives])
+        for pid in fused[:ps_perspectives]:
+            first = (got.get(pid) or [None])[0]
+            if first is None or first.evidence_id not in etext or first.why is None:
                 continue
-            got = links.get(fused[:ps_perspectives])
-            for pid in fused[:ps_perspectives]:
-                first = (got.get(pid) or [None])[0]
-                if first is None or first.evidence_id not in etext or first.why is None:
+            cited, other = cited_and_other(etext[first.evidence_id], first.why)
+            for i, tag in ((cited, "cited"), (other, "other")):
+                if i is None:
                     continue
-                text = etext[first.evidence_id]
-                sents = split_sentences(text)
-                cited = _sentence_at(sents, text, first.why[0])
-                other = next((i for i in range(len(sents)) if i != cited), None)
-                for i, tag in ((cited, "cited"), (other, "other")):
-                    if i is None:
-                        continue
-                    rows.append(
-                        {
-                            "id": f"ps:{pid}:{first.evidence_id}:{i}",
-                            "q": "ps",
-                            "claim": c.id,
-                            "pid": pid,
-                            "eid": first.evidence_id,
-                            "sent": i,
-                            "found": [f"link1-{tag}"],
-                        }
-                    )
-            if n % 50 == 0:
-                print(f"{n}/{len(claims)} claims", flush=True)
+                rows.append(
+                    {
+                        "id": f"ps:{pid}:{first.evidence_id}:{i}",
+                        "q": "ps",
+                        "claim": c.id,
+                        "pid": pid,
+                        "eid": first.evidence_id,
+                        "sent": i,
+                        "found": [f"link1-{tag}"],
+                    }
+                )
+        if n % 50 == 0:
+            print(f"{n}/{len(claims)} claims", flush=True)
     return rows
 
 

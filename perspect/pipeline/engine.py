@@ -34,10 +34,11 @@ from perspect.core import background
 from perspect.core.errors import Cancelled, ModelError, PerspectError
 from perspect.core.index.corrections import Corrections
 from perspect.core.model.decisions import Decisions, MiningDecision, RelationCuts
-from perspect.core.result import EvidenceItem, NewsItem, PerspectiveCluster, SearchResult
+from perspect.core.result import EvidenceItem, Member, NewsItem, PerspectiveCluster, SearchResult
 from perspect.core.types import Hit, Query, validate_claim
 from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.arguing import Arguing
+from perspect.pipeline.bearing import Bearing
 from perspect.pipeline.clusters import Clusters, Overflow, RelationPairs
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.idle import fill_judgments
@@ -138,6 +139,9 @@ class EngineConfig:
     # the argument model (issue 55) where the bundle has one: False answers as before it (the
     # reader bench's "before" run, the latency bench's baseline)
     argument: bool = True
+    # the bearing decision (issue 71) where the argument model has one: False keeps the relevance
+    # cut and the neither cut (the previous bundle's answers, the benches' baseline)
+    bearing: bool = True
 
     def serving(self) -> factory.Serving:
         """How the models are served under this configuration (the factory's `Serving`)."""
@@ -241,6 +245,9 @@ class Engine:
         self.arguing = (
             Arguing(arg, searcher, self.stance.lower) if arg is not None and arg.cuts else None
         )
+        # what bears on the claim as written (issue 71), where the argument model has the
+        # bearing head and its fitted decision; else the relevance cut and the neither cut
+        self.bearing = Bearing.of(self.arguing, self.stance) if cfg.bearing else None
         reader = models.reader
         self.evidence_stage = Evidence(
             searcher,
@@ -378,12 +385,9 @@ class Engine:
                 work = self.searcher.carried(lambda: self.news_stage.about_claim(claim))
                 news_job = background.Pending("perspect-news", work)
                 aside.append(news_job)
-            judged = self.judge(found.query, found.hits)
-            members = relevance.kept(found.hits, judged, self.relevance_threshold())
+            members, judged = self.kept(claim, found)
             fixes = self.corrections.for_claim(claim)
             members = corrected.apply(members, found.hits, judged, fixes)
-            if self.arguing is not None and members:  # those that take no side leave the sides
-                members, _ = self.arguing.sided(self.claim_states(claim), members)
             related = () if members else tuple(relevance.near_misses(found.hits, judged))
             t = step("relevance+stance", 0.8, t)
 
@@ -434,6 +438,35 @@ class Engine:
             related=related,
             second_reading=reading,
         )
+
+    def kept(self, claim: str, found) -> tuple[list[Member], relevance.Judged]:
+        """The candidates shown on the claim, and the judgments the near misses and corrections
+        read: the bearing decision's where the bundle has one (P(bears) as relevance), else the
+        relevance cut, then the argument model's neither cut."""
+        if self.bearing is None:
+            judged = self.judge(found.query, found.hits)
+            members = relevance.kept(found.hits, judged, self.relevance_threshold())
+            if self.arguing is not None and members:  # those that take no side leave the sides
+                members, _ = self.arguing.sided(self.claim_states(claim), members)
+            return members, judged
+        first = relevance.judge(
+            self.model, self.decisions, found.query, found.hits, self.dense, self.config.rrf_k
+        )
+        if not found.hits:
+            return [], first
+        members, bears = self.bearing.kept(
+            claim, self.claim_states(claim), found.hits, first.relevance, first.stance
+        )
+        judged = replace(first, relevance=bears)
+        if not members:  # the near misses' sides as a search shows them (the trunk's)
+            near = [int(i) for i in np.argsort(-bears, kind="stable")[: relevance.RELATED_MAX]]
+            support = np.array(first.stance, dtype=np.float64)
+            support[near] = self.stance(
+                claim, [found.hits[i].text for i in near], [found.hits[i].id for i in near],
+                support[near],
+            )  # fmt: skip
+            judged = replace(judged, stance=support)
+        return members, judged
 
     def claim_states(self, claim: str):
         """The claim's lower states for the argument model: the stance trunk's where the two

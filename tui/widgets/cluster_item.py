@@ -37,6 +37,8 @@ class ClusterItem(ListItem):
             t.append("  ✎ corrected", style="bold cyan")
         if c.representative.source is not None:
             t.append(f"\n  ↳ {plain(c.representative.source.label)}", style="cyan")
+        if c.debate is not None:
+            t.append(f"\n  {plain(c.debate.label)}", style="dim cyan")
         if c.why is not None:
             t.append(f"\n  “{plain(c.why.sentence)}”", style="italic")
             if c.why.source is not None:

@@ -288,3 +288,30 @@ class ArgumentCuts:
             return None
         return cls(*(float(got[k]) for k in
                      ("neither_at", "for_at", "against_at", "mine_at", "mine_side_at")))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BearingDecision:
+    """Whether a candidate bears on the claim as written, and on which side (issue 71), fitted
+    on the judged set's tune claims by perspect.lab.bearing_fit and kept in the argument entry's
+    manifest (`decisions.bearing`):
+
+    - `bears`: P(argues for or against the claim) from the relevance stack's probability and the
+      argument trunk's bearing and neither heads; a candidate is kept at `bears.threshold`
+      (fitted for precision; below it, a candidate on the claim's topic is at most "related");
+    - `side`: P(for) of a kept candidate from the bearing head's for / against share and the
+      stance decision's P(support);
+    - `consider`: the candidates, most relevant first, the trunk reads for it."""
+
+    bears: Stack
+    side: Stack
+    consider: int = 30
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> BearingDecision | None:
+        got = (manifest.get("decisions") or {}).get("bearing")
+        if not got or "bears" not in got:
+            return None
+        return cls(
+            Stack.from_json(got["bears"]), Stack.from_json(got["side"]), int(got["consider"])
+        )

@@ -225,9 +225,10 @@ def print_result(res: SearchResult) -> None:
                 else (f"\n[dim]{NO_REASON}[/]" if c.evidence else "")
             )
             mined = "".join(f"\n{line}" for line in _mined_lines(c))
+            debate = f"\n[dim cyan]{literal(c.debate.label)}[/]" if c.debate else ""
             t.add_row(
                 f"[{colour}]{bar(c.strength)}[/] {literal(c.representative.text)}\n"
-                f"[dim]{' · '.join(extra)}[/]{why}{mined}"
+                f"[dim]{' · '.join(extra)}[/]{debate}{why}{mined}"
             )
         panels.append(Panel(t, title=f"{title} ({len(res.side(stance))})", border_style=colour))
     con.print(Columns(panels, equal=True, expand=True))
@@ -239,6 +240,8 @@ def print_result(res: SearchResult) -> None:
                 f"leans {c.leans}" if c.leans else "no lean"
             )  # under "Unclear": not "unclear" again
             con.print(f"  [yellow]?[/] {literal(c.representative.text)} [dim]({lean})[/]")
+            if c.debate:
+                con.print(f"    [dim cyan]{literal(c.debate.label)}[/]")
             if (said := sources_line(c)) is not None:
                 con.print(f"    [dim]{said}[/]")
             for line in _mined_lines(c):  # where each mined phrasing comes from, as on a side

@@ -193,6 +193,7 @@ function clusterCard(c, where) {
       el("span", { class: "side-label", text: c.side_label }),
       corrected ? el("span", { class: "tag", text: "corrected" }) : null),
     el("p", { class: "rep", text: rep.text }),
+    c.debate ? el("p", { class: "debate", text: c.debate.label }) : null,
     others.length ? el("details", { class: "phrasings" },
       el("summary", { text: `${others.length} more phrasing${others.length > 1 ? "s" : ""}` }),
       el("ul", {}, others.map((m) => el("li", { text: m.text })))) : null,
