@@ -148,6 +148,77 @@ def run(args, log=print) -> dict:
     return report
 
 
+def run_trained(args, log=print) -> dict:
+    """The stacks over a trunk that has its own trained bearing head (perspect.lab.train.bearing):
+    the engine's signals with that trunk, the previous decision's from `--previous` (the signals
+    cache of the previous bundle), the verdict cuts refitted; written into the entry with
+    `--write`."""
+    import torch
+
+    from perspect.lab import verdict_fit
+    from perspect.pipeline.engine import Engine, EngineConfig
+    from perspect.retriever.searcher import Searcher
+
+    torch.set_num_threads(2)
+    args.work.mkdir(parents=True, exist_ok=True)
+    labels, split_of = bs.load_labels()
+    claims = [c for c in load_claims() if any(k[0] == c.id for k in labels)]
+    engine = Engine.load(Searcher(args.index, args.home), config=EngineConfig(bearing=False))
+    signals = bs.engine_signals(engine, claims, args.work, log, bearing=True)
+    cand = bs.rows_of(signals, labels, split_of)
+    previous = None
+    if args.previous is not None:
+        prev = {r["claim"]: r for r in read_jsonl(args.previous)}
+        previous = bs.rows_of(prev, labels, split_of)
+    bearing = np.array([r["bearing"] for r in cand])
+    y = np.array([r["y"] for r in cand])
+    split = np.array([r["split"] for r in cand])
+    head = {k: measure_head(bearing[split == k], y[split == k]) for k in ("tune", "report")}
+    stacks = bs.fit_and_measure(cand, bearing, engine.decisions, engine.arguing.cuts.neither_at,
+                                BEARS_PRECISION, log, previous)  # fmt: skip
+    verdicts = verdict_fit.fit(engine.arguing.model, engine.arguing.cuts, log)
+    report = {"head": head, "decision": stacks, "verdicts": verdicts, "work": str(args.work)}
+    (args.work / "bearing.json").write_text(json.dumps(report, indent=1) + "\n")
+    if args.write:
+        write_decisions(args.argument, stacks, verdicts, report, log)
+    return report
+
+
+def write_decisions(entry: Path, stacks: dict, verdicts: dict, report: dict, log=print) -> None:
+    """The bearing decision and the refitted verdict cuts into the entry's manifest, re-packed."""
+    import shutil
+
+    from perspect.core.model import bundle
+    from perspect.core.model.bundle import sha256_file
+    from perspect.lab.train import argument as trainer
+
+    full = bundle.resolve(entry)
+    trained = Path(report["work"]) / "trained"
+    shutil.rmtree(trained, ignore_errors=True)
+    shutil.copytree(full, trained, ignore=shutil.ignore_patterns("onnx"))
+    man_path = trained / "manifest.json"
+    man = json.loads(man_path.read_text())
+    dec = man.setdefault("decisions", {})
+    dec[HEAD] = {
+        "bears": stacks["bears"], "side": stacks["side"], "consider": 30,
+        "fitted_on": f"judged set: stacks on train claims' candidates, the bears cut on tune "
+        f"claims' (precision >= {BEARS_PRECISION})",
+        "rows": stacks["rows"], "tune": stacks["tune"], "report": stacks["report"],
+    }  # fmt: skip
+    arg = dec.setdefault("argument", {})
+    arg["for_at"], arg["against_at"] = verdicts["for_at"], verdicts["against_at"]
+    arg.setdefault("fitted_on", {})["judged_verdicts"] = {
+        k: verdicts[k] for k in ("rows", "tune", "report")}  # fmt: skip
+    files = {n: sha256_file(HERE / n) for n in ("labels.jsonl", "items.jsonl")}
+    data = [d for d in man.get("data", []) if not str(d.get("file", "")).startswith("judged/")]
+    man["data"] = [*data, *({"file": f"judged/{k}", "sha256": v} for k, v in files.items())]
+    man.setdefault("dev_metrics", {})[HEAD] = {"head": report["head"]["report"],
+                                                **stacks["report"]["bearing"]}  # fmt: skip
+    man_path.write_text(json.dumps(man, indent=2) + "\n")
+    trainer.pack(trained, Path(entry))
+    log(f"{entry}: bearing decision and verdict cuts written")
+
+
 def measure_head(p: np.ndarray, y: np.ndarray) -> dict:
     """The head alone on judged pairs: 4-way accuracy, AUROC of bears (for or against)."""
     from sklearn.metrics import roc_auc_score
@@ -214,8 +285,20 @@ def main() -> None:
     ap.add_argument("--argument", type=Path, default=Path("models/argument"))
     ap.add_argument("--data", type=Path, default=Path("data/perspectrum"))
     ap.add_argument("--index", default="default", help="the index whose candidates are judged")
+    ap.add_argument("--home", type=Path, default=None, help="where that index lives")
+    ap.add_argument(
+        "--previous",
+        type=Path,
+        default=None,
+        help="the previous bundle's engine.jsonl (the baseline decision's signals)",
+    )
     ap.add_argument("--write", action="store_true", help="add the head to the entry")
-    run(ap.parse_args())
+    args = ap.parse_args()
+    from perspect.core.model import bundle
+    from perspect.reranker.stance_trunk import read
+
+    trained = HEAD in read(bundle.resolve(args.argument)).get("heads", {})
+    (run_trained if trained else run)(args)
 
 
 if __name__ == "__main__":

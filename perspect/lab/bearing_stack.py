@@ -30,7 +30,7 @@ SIDE_FEATURES = ("side_bear", "support")
 CANDIDATES = 30
 
 
-def engine_signals(engine, claims, work: Path, log=print) -> dict[str, dict]:
+def engine_signals(engine, claims, work: Path, log=print, bearing: bool = False) -> dict[str, dict]:
     """claim id -> {"ids", "texts", "rel", "argument", "support", "relevance_cut"}: the engine's
     signals over its candidates (previous decision's inputs), cached in `work/engine.jsonl`."""
     from perspect.pipeline import relevance
@@ -54,7 +54,12 @@ def engine_signals(engine, claims, work: Path, log=print) -> dict[str, dict]:
                 arg = engine.arguing.model.judge([cs] * len(hits), states)
                 sup = engine.stance(c.text, [h.text for h in hits], [h.id for h in hits],
                                     np.asarray(first.stance))  # fmt: skip
-                row = {"claim": c.id, "ids": [h.id for h in hits], "texts": [h.text for h in hits],
+                if bearing:  # the trunk's own bearing head, from the same top pass
+                    every = engine.arguing.model.trunk.every_head([cs] * len(hits), states)
+                    extra = {"bearing": every["bearing"].tolist()}
+                else:
+                    extra = {}
+                row = {"claim": c.id, "ids": [h.id for h in hits], "texts": [h.text for h in hits], **extra,
                        "rel": first.relevance.tolist(), "argument": arg.tolist(),
                        "support": np.asarray(sup).tolist(), "stance_head": first.stance.tolist()}  # fmt: skip
             f.write(json.dumps(row) + "\n")
@@ -76,7 +81,8 @@ def rows_of(signals: dict, labels: dict, split_of: dict) -> list[dict]:
                 continue
             out.append({"claim": cid, "split": split_of[cid], "pid": pid, "text": s["texts"][i],
                         "y": LABELS.index(lab), "rel": s["rel"][i], "argument": s["argument"][i],
-                        "support": s["support"][i], "rank": i})  # fmt: skip
+                        "support": s["support"][i], "rank": i,
+                       **({"bearing": s["bearing"][i]} if "bearing" in s else {})})  # fmt: skip
     return out
 
 
@@ -134,7 +140,7 @@ def shown_figures(y: np.ndarray, kept: np.ndarray, side: np.ndarray, unclear: np
 
 
 def fit_and_measure(rows: list[dict], bearing: np.ndarray, decisions, neither_at: float,
-                    bears_precision: float, log=print) -> dict:  # fmt: skip
+                    bears_precision: float, log=print, previous: list[dict] | None = None) -> dict:  # fmt: skip
     """The two stacks fitted on the train claims' rows, the bears cut on the tune claims' (the
     lowest at `bears_precision`), the side band the pair model's (Decisions.side); figures on
     tune and report beside the previous decision."""
@@ -155,9 +161,11 @@ def fit_and_measure(rows: list[dict], bearing: np.ndarray, decisions, neither_at
     names, counts = np.unique(split, return_counts=True)
     out = {"bears": bears.to_json(), "side": side.to_json(),
            "rows": {str(k): int(v) for k, v in zip(names, counts, strict=True)}}  # fmt: skip
-    rel = np.array([r["rel"] for r in rows])
-    sup = np.array([r["support"] for r in rows])
-    arg_neither = np.array([r["argument"][2] for r in rows])
+    base = {(r["claim"], r["pid"]): r for r in (previous or rows)}
+    rows0 = [base.get((r["claim"], r["pid"]), r) for r in rows]
+    rel = np.array([r["rel"] for r in rows0])
+    sup = np.array([r["support"] for r in rows0])
+    arg_neither = np.array([r["argument"][2] for r in rows0])
     for name in ("tune", "report"):
         m = split == name
         lean = np.array([decisions.side(float(s))[0] for s in ps[m]])

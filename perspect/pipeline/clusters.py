@@ -148,7 +148,7 @@ class Clusters:
         if not members:
             return []
         support = np.array([m.support for m in members])
-        allowed = self.decisions.may_merge(support)
+        allowed = self.decisions.may_merge(support) & debate_sides_agree(members)
         ids, texts = [m.id for m in members], [m.text for m in members]
         forced = np.zeros(allowed.shape, dtype=bool)
         for i, a in enumerate(ids):
@@ -348,6 +348,16 @@ def both_orders(ce, claim: str, pairs, stack: Stack, feats: dict[str, np.ndarray
         rev = ce.one_order(claim, [x for x, c in zip(pairs, could, strict=True) if c], True)
         lo[could] += rev / 2
     return lo
+
+
+def debate_sides_agree(members: Sequence[Member]) -> np.ndarray:
+    """(n, n): False where two members were written for one debate on opposite sides (issue 72):
+    whatever their words share, they argue opposite things there, so they never merge."""
+    keys = [(m.metadata.get("debate_id"), m.metadata.get("side")) for m in members]
+    debate = np.array([str(d) if d else "" for d, _ in keys])
+    side = np.array([str(s) if s else "" for _, s in keys])
+    both = (debate[:, None] == debate[None, :]) & (debate[:, None] != "")
+    return ~(both & (side[:, None] != side[None, :]))
 
 
 def complete_link(probs: np.ndarray, allowed: np.ndarray, cut: float) -> np.ndarray:

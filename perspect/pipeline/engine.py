@@ -40,6 +40,7 @@ from perspect.pipeline import corrected, order, relevance
 from perspect.pipeline.arguing import Arguing
 from perspect.pipeline.bearing import Bearing
 from perspect.pipeline.clusters import Clusters, Overflow, RelationPairs
+from perspect.pipeline.debates import DebateSides
 from perspect.pipeline.evidence import Evidence
 from perspect.pipeline.idle import fill_judgments
 from perspect.pipeline.lower import InFlight, fill_perspectives
@@ -142,6 +143,9 @@ class EngineConfig:
     # the bearing decision (issue 71) where the argument model has one: False keeps the relevance
     # cut and the neither cut (the previous bundle's answers, the benches' baseline)
     bearing: bool = True
+    # sides carried from known debates where the index keeps them (issue 72; False: each
+    # perspective read alone)
+    debate_sides: bool = True
 
     def serving(self) -> factory.Serving:
         """How the models are served under this configuration (the factory's `Serving`)."""
@@ -248,6 +252,8 @@ class Engine:
         # what bears on the claim as written (issue 71), where the argument model has the
         # bearing head and its fitted decision; else the relevance cut and the neither cut
         self.bearing = Bearing.of(self.arguing, self.stance) if cfg.bearing else None
+        # sides carried from the debates the perspectives were written for (issue 72)
+        self.debates = DebateSides(self.stance) if cfg.debate_sides and trunk is not None else None
         reader = models.reader
         self.evidence_stage = Evidence(
             searcher,
@@ -386,6 +392,8 @@ class Engine:
                 news_job = background.Pending("perspect-news", work)
                 aside.append(news_job)
             members, judged = self.kept(claim, found)
+            if self.debates is not None and members:
+                members = self.debates(claim, members)
             fixes = self.corrections.for_claim(claim)
             members = corrected.apply(members, found.hits, judged, fixes)
             related = () if members else tuple(relevance.near_misses(found.hits, judged))

@@ -1,0 +1,264 @@
+"""What a reader meets, judged with the judged set's form (issue 71): every shown cluster's
+representative against the claim (for / against / no side / off topic), its cited reason and its
+top evidence paragraph against the perspective, for claims written for the reader bench (none
+tuned on) and the judged set's `report` web claims (none tuned on), beside a baseline run.
+
+    python bench/bearing.py run --index default --label after [--home DIR] [--baseline]
+    python bench/bearing.py items --out DIR      # unjudged items of every run, as judge batches
+    python bench/bearing.py tally --judgments DIR  # the two judges' labels -> reader-labels.jsonl
+    python bench/bearing.py score                # the figures of every run, from the labels
+
+Why judged items and not a model's reading: a sentence on the topic is not a reason that backs
+anything, and only a reader tells them apart (docs/judged-set.md). Items a judge already labelled
+(the judged set, earlier runs) are read back; the rest are judged twice, blind to the run and the
+side shown. Runs are kept in bench/judged/runs/ (ids, sides and the claims only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.reader import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
+from perspect.lab import judged  # noqa: E402
+
+RUNS = judged.HERE / "runs"
+READER = "reader-labels.jsonl"  # labels of the runs' items (two judges, blind), beside labels.jsonl
+
+
+def claims_of(which: str) -> list[str]:
+    if which == "ours":
+        return CLAIMS + ARGUMENT_CLAIMS
+    return [c.text for c in judged.load_claims() if c.split == "report" and c.source == "internet"]
+
+
+def run(args) -> int:
+    from perspect.api import Perspect
+    from perspect.pipeline.engine import EngineConfig
+
+    cfg = EngineConfig(bearing=not args.baseline, debate_sides=not args.baseline)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    out = []
+    with Perspect.open(args.index, home=args.home, config=cfg) as p:
+        for which in ("ours", "web"):
+            for claim in claims_of(which):
+                res = p.search(claim, k=args.k).to_json()
+                clusters = []
+                for c in res["clusters"]:
+                    why, ev = c.get("why") or {}, (c.get("evidence") or [None])[0]
+                    clusters.append({
+                        "pid": c["representative"]["id"], "text": c["representative"]["text"],
+                        "side": c["stance"], "why": why.get("sentence"),
+                        "top_evidence": ev["id"] if ev else None,
+                        "top_evidence_text": ev["text"] if ev else None,
+                    })  # fmt: skip
+                out.append({"set": which, "claim": claim, "clusters": clusters,
+                            "took_ms": res["took_ms"]})  # fmt: skip
+                print(f"{which}: {claim[:60]}: {len(clusters)} clusters", flush=True)
+    path = RUNS / f"{args.label}.json"
+    path.write_text(json.dumps(out, indent=0) + "\n")
+    print(f"-> {path}")
+    return 0
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def run_items(run_rows: list[dict]) -> list[dict]:
+    """The items a run shows: (claim, representative), (perspective, reason), (perspective, top
+    evidence paragraph), each with a stable id from its texts."""
+    items = []
+    for a in run_rows:
+        for c in a["clusters"]:
+            items.append({"id": "rc:" + _key(a["claim"], c["text"]), "q": "cp",
+                          "claim": a["claim"], "perspective": c["text"]})  # fmt: skip
+            if c.get("why"):
+                items.append({"id": "rw:" + _key(c["text"], c["why"]), "q": "ps",
+                              "perspective": c["text"], "paragraph": f">>> {c['why']} <<<"})  # fmt: skip
+            if c.get("top_evidence_text"):
+                items.append({"id": "re:" + _key(c["text"], c["top_evidence_text"]), "q": "pe",
+                              "perspective": c["text"],
+                              "paragraph": c["top_evidence_text"]})  # fmt: skip
+    return items
+
+
+def items(args) -> int:
+    import random
+
+    known = _labels()
+    todo = {}
+    for path in sorted(RUNS.glob("*.json")):
+        for it in run_items(json.loads(path.read_text())):
+            if it["id"] not in known:
+                todo[it["id"]] = it
+    todo = list(todo.values())
+    args.out.mkdir(parents=True, exist_ok=True)
+    for rep in (0, 1):
+        order = list(todo)
+        random.Random(rep + 7).shuffle(order)
+        for n in range(0, len(order), args.size):
+            path = args.out / f"reader-{rep}-{n // args.size:02d}.jsonl"
+            path.write_text(
+                "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in order[n : n + args.size])
+            )
+            print(path)
+    return 0
+
+
+def _labels() -> dict[str, str]:
+    """Reader-bench labels (agreed) by item id, with the judged set's (claim, perspective) ones
+    keyed the same way."""
+    out = {}
+    path = judged.HERE / READER
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("label"):
+                out[r["id"]] = r["label"]
+    claims = {c.id: c.text for c in judged.load_claims()}
+    ptext = judged.perspective_texts()
+    for r in judged.read_jsonl(judged.HERE / "labels.jsonl"):
+        if r["q"] == "cp" and r.get("label"):
+            pid = r["id"].split(":")[2]
+            out.setdefault("rc:" + _key(claims[r["claim"]], ptext[pid]), r["label"])
+    return out
+
+
+def tally(args) -> int:
+    """Join two judges' outputs (out-reader-REP-NN.jsonl beside reader-REP-NN.jsonl): an item
+    both labelled alike is kept; agreement per question is printed."""
+    got: dict[str, dict[int, str]] = {}
+    qs: dict[str, str] = {}
+    for batch in sorted(args.judgments.glob("reader-*.jsonl")):
+        rep = int(batch.stem.split("-")[1])
+        out = batch.with_name("out-" + batch.name)
+        for line in batch.read_text().splitlines():
+            it = json.loads(line)
+            qs[it["id"]] = it["q"]
+        if out.is_file():
+            for line in out.read_text().splitlines():
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                got.setdefault(r.get("id"), {})[rep] = r.get("label")
+    rows, agree = [], Counter()
+    for i, labs in got.items():
+        if 0 in labs and 1 in labs and i in qs:
+            agree[(qs[i], labs[0] == labs[1])] += 1
+            rows.append({"id": i, "q": qs[i], "labels": [labs[0], labs[1]],
+                         "label": labs[0] if labs[0] == labs[1] else None})  # fmt: skip
+    path = judged.HERE / READER
+    old = {r["id"]: r for r in judged.read_jsonl(path)}
+    old.update({r["id"]: r for r in rows})
+    path.write_text("".join(json.dumps(r) + "\n" for r in old.values()))
+    for q in sorted({q for q, _ in agree}):
+        n = agree[(q, True)] + agree[(q, False)]
+        print(f"{q}: {n} items judged twice, {agree[(q, True)] / n:.3f} agree")
+    return 0
+
+
+def score(args) -> int:
+    labels = _labels()
+    table = {}
+    for path in sorted(RUNS.glob("*.json")):
+        rows = json.loads(path.read_text())
+        for which in ("ours", "web"):
+            got: Counter = Counter()
+            answered = both = 0
+            part = [a for a in rows if a["set"] == which]
+            for a in part:
+                sides = {c["side"] for c in a["clusters"] if c["side"] != "unclear"}
+                answered += bool(a["clusters"])
+                both += sides == {"support", "oppose"}
+                for c in a["clusters"]:
+                    lab = labels.get("rc:" + _key(a["claim"], c["text"]))
+                    got["clusters"] += 1
+                    got[f"judged:{lab is not None}"] += 1
+                    if c["side"] == "unclear":
+                        got["unclear"] += 1
+                    elif lab is not None:
+                        got["sided_judged"] += 1
+                        right = (lab == "for") == (c["side"] == "support") and lab in (
+                            "for",
+                            "against",
+                        )
+                        got[
+                            "right" if right else ("wrong" if lab in ("for", "against") else lab)
+                        ] += 1
+                    if lab in ("for", "against", "no_side"):
+                        got["on_topic"] += 1
+                        if c.get("why"):
+                            got["with_reason"] += 1
+                            w = labels.get("rw:" + _key(c["text"], c["why"]))
+                            if w:
+                                got[f"reason:{w}"] += 1
+                        e = (
+                            labels.get("re:" + _key(c["text"], c["top_evidence_text"]))
+                            if c.get("top_evidence_text")
+                            else None
+                        )
+                        got[
+                            f"evidence:{e or ('none' if not c.get('top_evidence') else 'unjudged')}"
+                        ] += 1
+            n_side = max(1, got["sided_judged"])
+            n_on = max(1, got["on_topic"])
+            n_r = max(1, sum(v for k, v in got.items() if k.startswith("reason:")))
+            n_e = max(
+                1,
+                sum(
+                    v
+                    for k, v in got.items()
+                    if k.startswith("evidence:") and k != "evidence:unjudged"
+                ),
+            )
+            table[(path.stem, which)] = {
+                "claims": len(part), "answered": round(answered / max(1, len(part)), 3),
+                "both_sides": round(both / max(1, len(part)), 3), "clusters": got["clusters"],
+                "judged": got["judged:True"],
+                "right": round(got["right"] / n_side, 3), "wrong": round(got["wrong"] / n_side, 3),
+                "no_side": round(got["no_side"] / n_side, 3), "off_topic": round(got["off_topic"] / n_side, 3),
+                "unclear": round(got["unclear"] / max(1, got["clusters"]), 3),
+                "reasons_under": round(got["with_reason"] / n_on, 3),
+                "reason_backs": round(got["reason:for"] / n_r, 3),
+                "reason_against": round(got["reason:against"] / n_r, 3),
+                "evidence_backs": round(got["evidence:for"] / n_e, 3),
+                "evidence_against": round(got["evidence:against"] / n_e, 3),
+                "evidence_none": round(got["evidence:none"] / n_e, 3),
+            }  # fmt: skip
+    cols = list(next(iter(table.values())).keys()) if table else []
+    print("| run | set | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for (run_name, which), row in table.items():
+        print(f"| {run_name} | {which} | " + " | ".join(str(row[c]) for c in cols) + " |")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--index", default="default")
+    r.add_argument("--home", type=Path, default=None)
+    r.add_argument("--label", required=True)
+    r.add_argument("--k", type=int, default=10)
+    r.add_argument("--baseline", action="store_true", help="the previous decision (no bearing)")
+    i = sub.add_parser("items")
+    i.add_argument("--out", type=Path, required=True)
+    i.add_argument("--size", type=int, default=300)
+    t = sub.add_parser("tally")
+    t.add_argument("--judgments", type=Path, required=True)
+    sub.add_parser("score")
+    args = ap.parse_args()
+    return {"run": run, "items": items, "tally": tally, "score": score}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""Sides carried from known debates (issue 72): a perspective written for a debate on a known side
+takes its side on a new claim from how that debate relates to the claim, where that is clear and
+agrees with its own reading; where the two disagree it is "unclear".
+
+Why: one reading of one perspective is as weak as the model; a debate's labelled arguments and
+its thesis vote. "Human rights trump those of lower animals" was written against animal testing:
+under "Animals should have lawful rights" its debate relates the other way round, so it argues
+against the claim whatever its words share with it.
+
+A debate's relation to the claim, r in [-1, 1]: the direct reading of the claim against the
+thesis (2 P(the thesis supports the claim) - 1), averaged with the vote of its arguments among
+the kept ones where both its sides are there (mean P(support) of its `support` arguments minus
+that of its `oppose` ones). A negated claim flips both, so every carried side flips with it. The
+thesis's lower states are kept with the index like any text's (pipeline.lower), so a debate's
+reading costs one top pass a search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from perspect.core.result import Member
+
+MARGIN = 0.2  # |r| below this: the debate's relation is not clear; the perspective's own reading
+UNSURE = 0.5  # the support given where the carried side and the own reading disagree
+
+
+class DebateSides:
+    """Carries sides from the debates kept members were written for (their metadata)."""
+
+    def __init__(self, stance, margin: float = MARGIN):
+        """`stance`: the StanceScorer (P(support) of texts for a claim)."""
+        self.stance, self.margin = stance, margin
+
+    def relations(self, claim: str, members: Sequence[Member]) -> dict[str, float]:
+        """debate id -> r, for the debates of `members` (those with a debate and a side)."""
+        debates: dict[str, list[Member]] = {}
+        for m in members:
+            if m.metadata.get("debate_id") and m.metadata.get("side") in ("support", "oppose"):
+                debates.setdefault(str(m.metadata["debate_id"]), []).append(m)
+        if not debates:
+            return {}
+        ids = list(debates)
+        theses = [str(debates[d][0].metadata.get("debate") or "") for d in ids]
+        direct = self.stance(claim, theses, [f"debate:{d}" for d in ids])
+        out = {}
+        for d, p in zip(ids, direct, strict=True):
+            r = 2.0 * float(p) - 1.0
+            pro = [m.support for m in debates[d] if m.metadata["side"] == "support"]
+            con = [m.support for m in debates[d] if m.metadata["side"] == "oppose"]
+            if pro and con:
+                r = 0.5 * r + 0.5 * (float(np.mean(pro)) - float(np.mean(con)))
+            out[d] = r
+        return out
+
+    def __call__(self, claim: str, members: Sequence[Member]) -> list[Member]:
+        """`members` with each side carried where its debate's relation is clear: kept where it
+        agrees with the perspective's own reading, "unclear" (P(support) .5) where it does not.
+        A reader's correction and mined members keep theirs."""
+        rel = self.relations(claim, [m for m in members if not m.corrected and not m.mined])
+        out = []
+        for m in members:
+            r = rel.get(str(m.metadata.get("debate_id")))
+            if r is None or abs(r) < self.margin or m.corrected or m.mined:
+                out.append(m)
+                continue
+            sign = 1.0 if m.metadata["side"] == "support" else -1.0
+            carried = r * sign > 0
+            own = m.support >= 0.5
+            out.append(m if carried == own else replace(m, support=UNSURE))
+        return out
