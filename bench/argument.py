@@ -16,7 +16,7 @@ For every set no training row came from, as readers bring topics nothing was tra
     python bench/argument.py [--model models/argument] [--data data/perspectrum]
                              [--argument ../shared/data/argument] [--json OUT]
 
-Skips with a reason where the data is absent. Figures: bench/RESULTS.md ("Argument model").
+Skips with a reason where the data is absent. Figures: bench/RESULTS.md ("The argument model").
 """
 
 from __future__ import annotations

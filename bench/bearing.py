@@ -45,7 +45,7 @@ def run(args) -> int:
     cfg = EngineConfig(bearing=not args.baseline, debate_sides=not args.baseline)
     RUNS.mkdir(parents=True, exist_ok=True)
     out = []
-    with Perspect.open(args.index, home=args.home, config=cfg) as p:
+    with Perspect.open(args.index, home=args.home, model=args.model, config=cfg) as p:
         for which in ("ours", "web"):
             for claim in claims_of(which):
                 res = p.search(claim, k=args.k).to_json()
@@ -241,23 +241,60 @@ def score(args) -> int:
     return 0
 
 
+def flips(args) -> int:
+    """A claim and its negation (by rule, perspect.core.datasets.negation): of the perspectives
+    both searches show on a side, the share shown on opposite sides."""
+    from perspect.api import Perspect
+    from perspect.core.datasets.negation import negate
+    from perspect.pipeline.engine import EngineConfig
+
+    cfg = EngineConfig(bearing=not args.baseline, debate_sides=not args.baseline)
+    shared = flipped = pairs = 0
+    with Perspect.open(args.index, home=args.home, model=args.model, config=cfg) as p:
+        for claim in CLAIMS + ARGUMENT_CLAIMS:
+            neg = negate(claim)
+            if neg == claim:
+                continue
+            sides = []
+            for text in (claim, neg):
+                res = p.search(text, k=args.k)
+                sides.append({m.id: c.stance for c in res.clusters for m in c.members
+                              if c.stance != "unclear"})  # fmt: skip
+            both = set(sides[0]) & set(sides[1])
+            pairs += 1
+            shared += len(both)
+            flipped += sum(sides[0][i] != sides[1][i] for i in both)
+    print(json.dumps({"label": args.label, "claim_pairs": pairs, "shared": shared,
+                      "flipped": flipped, "flip_rate": round(flipped / max(1, shared), 4)}))  # fmt: skip
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--index", default="default")
     r.add_argument("--home", type=Path, default=None)
+    r.add_argument("--model", type=Path, default=None, help="the pair model (default the bundle's)")
     r.add_argument("--label", required=True)
     r.add_argument("--k", type=int, default=10)
     r.add_argument("--baseline", action="store_true", help="the previous decision (no bearing)")
     i = sub.add_parser("items")
     i.add_argument("--out", type=Path, required=True)
     i.add_argument("--size", type=int, default=300)
+    f = sub.add_parser("flips")
+    f.add_argument("--index", default="default")
+    f.add_argument("--home", type=Path, default=None)
+    f.add_argument("--model", type=Path, default=None)
+    f.add_argument("--label", default="")
+    f.add_argument("--k", type=int, default=10)
+    f.add_argument("--baseline", action="store_true")
     t = sub.add_parser("tally")
     t.add_argument("--judgments", type=Path, required=True)
     sub.add_parser("score")
     args = ap.parse_args()
-    return {"run": run, "items": items, "tally": tally, "score": score}[args.cmd](args)
+    cmds = {"run": run, "items": items, "tally": tally, "score": score, "flips": flips}
+    return cmds[args.cmd](args)
 
 
 if __name__ == "__main__":

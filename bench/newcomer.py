@@ -8,7 +8,7 @@ as it arrives and reports the time from one step's line to the next, then the wh
 
 The clone is of the repository's HEAD (committed work only). The data folder `../shared/data`
 is reached from the clone through a link beside it, as from a checkout. Figures:
-bench/RESULTS.md ("A newcomer's make demo / make test").
+bench/RESULTS.md ("`make demo` on a fresh clone", "`make test` on a fresh clone").
 """
 
 from __future__ import annotations

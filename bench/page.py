@@ -6,7 +6,7 @@ once the search's reply is there, over a few claims, beside the search itself.
 
 Starts `perspect serve` on a free port over the index, waits until it is ready, then drives
 Debian's chromium headless through Playwright. Skips with a reason where chromium or the index is
-missing. Figures: bench/RESULTS.md ("The page").
+missing. Figures: bench/RESULTS.md ("Other figures").
 """
 
 from __future__ import annotations

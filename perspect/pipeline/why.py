@@ -156,7 +156,8 @@ def read_back(
     Why: the cosine picks the sentence closest to the perspective, whichever way it argues. On the
     reader bench's 24 claims (bench/reader.py, judged by hand), 45 reasons were cited: 34 backed
     their perspective, 7 argued the opposite, 4 did not bear on it; the 16 this check keeps: 14,
-    1 and 1 (bench/RESULTS.md, "Cited reasons"). Fewer reasons, but a reason shown is one."""
+    1 and 1 (git history: bench/RESULTS.md before 2026-12-04). Fewer reasons, but a reason
+    shown is one."""
     todo = [
         (i, w.sentence, c.representative.text)
         for i, (c, w) in enumerate(zip(clusters, reasons, strict=True))

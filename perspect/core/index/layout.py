@@ -8,7 +8,8 @@ and their links) is copied, every other file is hard-linked (no bytes copied, no
 are the files a backend declares write-once (tantivy segments). A write replaces a shared file only
 by a new one (a rename or an unlink first: SQLite, tantivy and the manifest writer all do), so the
 previous version never sees a change. Measured on the demo index: an `index add` of news articles
-wrote 173 MB of copies before, its own files now (bench/RESULTS.md, "Index writes").
+wrote 173 MB of copies before, its own files now (7.2 MB new, 177.9 MB shared: bench/RESULTS.md,
+"Other figures").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ UNCLEAR = "unclear"  # the side of a cluster the model cannot place (Decisions.s
 # (75.9 % right on tune already) and no cluster was ever unclear; at .85 (margin .17) dev's gold
 # perspectives are 22.8 % unclear and the sides shown 85.7 % right (79.8 % before), and on 16 unseen
 # claims judged by hand 4 of 10 wrong sides and 2 of 47 right ones become unclear
-# (bench/RESULTS.md, "Sides and evidence on unseen claims").
+# (git history: bench/RESULTS.md before 2026-12-04).
 UNCLEAR_TARGET = 0.85
 
 
