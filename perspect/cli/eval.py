@@ -61,6 +61,9 @@ def run_eval(args: argparse.Namespace) -> int:
         *(cell(x) for x in ("T1", "T2", "T3", "T4")),
         f"{result['T5']['f1']:.1f}" if "T5" in result else "—",
     )
+    if "T1_kept" in result:  # the bearing decision (issue 71): what a search shows
+        t.add_row("  T1 as a search keeps (the bearing decision)", cell("T1_kept"), "—", "—",
+                  "—", "—")  # fmt: skip
     if "T3_clusters" in result:
         c3 = result["T3_clusters"]
         t.add_row(

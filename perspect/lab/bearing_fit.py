@@ -110,7 +110,8 @@ def run(args, log=print) -> dict:
     # the engine's own signals over each judged claim's candidates (the previous decision's)
     labels, split_of = bs.load_labels()
     claims = [c for c in load_claims() if any(k[0] == c.id for k in labels)]
-    engine = Engine.load(Searcher(args.index), config=EngineConfig(bearing=False))
+    engine = Engine.load(Searcher(args.index, getattr(args, "home", None)),
+                         config=EngineConfig(bearing=False))  # fmt: skip
     signals = bs.engine_signals(engine, claims, args.work, log)
     decisions, neither_at = engine.decisions, engine.arguing.cuts.neither_at
     cand = bs.rows_of(signals, labels, split_of)

@@ -42,6 +42,9 @@ class Predictions:
     # per cluster with resolvable evidence: (gold ids, the paragraph of its cited sentence, the
     # top paragraph shown): how often the cited reason lies in a gold paragraph (pipeline.why)
     cites: list[tuple[list[int], str | None, str | None]] = field(default_factory=list)
+    # per claim: (gold clusters, the ids a search keeps on the claim), where the engine has a
+    # bearing decision (issue 71): T1 as a search keeps, beside T1 of the relevance cut alone
+    t1_kept: list[tuple[list[list[int]], list[int]]] = field(default_factory=list)
     # per t3 row: the equivalence cross-encoder's int8 copy's score where the engine hands the
     # pairs past its fp32 budget to it (EngineConfig.equivalence_fp32_pairs), else empty
     t3_cheap: list[float] = field(default_factory=list)
@@ -71,6 +74,11 @@ def predict(
             head = engine.judge(query, hits).head
             feats = engine.relevance_features(hits, query, head)
             pred.t1.append((gold, [int(h.id) for h in hits], feats))
+            if getattr(engine, "bearing", None) is not None:
+                from types import SimpleNamespace
+
+                kept, _ = engine.kept(c.text, SimpleNamespace(hits=hits, query=query))
+                pred.t1_kept.append((gold, [int(m.id) for m in kept]))
         gp = c.gold_sides(perspectives)
         support: dict[int, float] = {}
         if gp and ("stance" in tasks or cosine):
@@ -308,6 +316,8 @@ def score(pred: Predictions, d: Decisions, budget: int | None = None) -> dict:
     stacks = d.stacks
     if pred.t1:
         out["T1"] = _t1(pred.t1, d.relevance, stacks)
+    if pred.t1_kept:  # as a search keeps them: the bearing decision
+        out["T1_kept"] = macro(claim_pr(k, g) for g, k in pred.t1_kept)
     if pred.t2:
         out["T2"] = _pairs([g for g, _ in pred.t2], [p for _, p in pred.t2], d.stance)
     if pred.t3:

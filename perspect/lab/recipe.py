@@ -113,6 +113,9 @@ def steps(
     if direction:
         # rev 1: C and class weights picked on the tune rows, ClaimDiff's by strengthen's precision
         out.append(Step("heads", "heads", "argument", base=paths.PACKAGED_MPNET, rev=1))
+        # what bears on a claim as written (issue 71): the trunk and a bearing head trained on
+        # the judged set (bench/judged), other heads distilled; its decisions and verdict cuts
+        out.append(Step("bearing", "bearing", "argument", base=paths.PACKAGED_MPNET))
     reads = ("dense", "equivalence", *(("colbert",) if colbert else ()), "relation")
     # rev 1: the stance decision stacks the trunk with the pair head (fit_stance_stack);
     # rev 2: the trunk is the relation model's
@@ -408,6 +411,10 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData, staged
 
             fit_heads(folder, data, other.claimdiff, other.inference, trainer_work("argument-heads"),
                       baseline=entry("relation"), log=log)  # fmt: skip
+        elif step.task == "bearing":
+            from perspect.lab.bearing_step import fit_entry as fit_bearing
+
+            fit_bearing(folder, data, trainer_work("argument-bearing"), log)
         elif step.task == "sides":
             fitting.refit_sides(folder, data, root / "argument")
         elif step.task == "all":
