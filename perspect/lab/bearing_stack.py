@@ -139,8 +139,31 @@ def shown_figures(y: np.ndarray, kept: np.ndarray, side: np.ndarray, unclear: np
     }
 
 
+def side_margin(p: np.ndarray, gold_for: np.ndarray, accuracy: float) -> float:
+    """The smallest half-width m around .5 whose sides read outside it (P(for) >= .5 + m or
+    <= .5 - m) are at least `accuracy` right on the rows given (tune claims' kept, bearing)."""
+    for m in np.arange(0.0, 0.5, 0.01):
+        sided = np.abs(p - 0.5) >= m
+        if sided.sum() < 20:
+            break
+        if float(((p >= 0.5) == gold_for)[sided].mean()) >= accuracy:
+            return round(float(m), 2)
+    return 0.5
+
+
+def unsure(p: np.ndarray, margin: float, side_cut: float) -> np.ndarray:
+    """P(for) with those inside the margin set to the side cut: "unclear" as a cluster."""
+    p = np.asarray(p, dtype=np.float64).copy()
+    p[np.abs(p - 0.5) < margin] = side_cut
+    return p
+
+
+SIDE_ACCURACY = 0.9  # the side margin: sides shown at least this often right on tune claims
+
+
 def fit_and_measure(rows: list[dict], bearing: np.ndarray, decisions, neither_at: float,
-                    bears_precision: float, log=print, previous: list[dict] | None = None) -> dict:  # fmt: skip
+                    bears_precision: float, log=print, previous: list[dict] | None = None,
+                    side_accuracy: float = SIDE_ACCURACY) -> dict:  # fmt: skip
     """The two stacks fitted on the train claims' rows, the bears cut on the tune claims' (the
     lowest at `bears_precision`), the side band the pair model's (Decisions.side); figures on
     tune and report beside the previous decision."""
@@ -158,8 +181,11 @@ def fit_and_measure(rows: list[dict], bearing: np.ndarray, decisions, neither_at
     Xs = np.stack([f[k] for k in SIDE_FEATURES], 1)
     side = fit_stack(SIDE_FEATURES, Xs[sided_tr], (y[sided_tr] == FOR).astype(float))
     ps = side.prob(f)
+    margin = side_margin(ps[tu & gold_bears & (pb >= bears.threshold)],
+                         y[tu & gold_bears & (pb >= bears.threshold)] == FOR, side_accuracy)  # fmt: skip
+    ps = unsure(ps, margin, decisions.stance_side)
     names, counts = np.unique(split, return_counts=True)
-    out = {"bears": bears.to_json(), "side": side.to_json(),
+    out = {"bears": bears.to_json(), "side": side.to_json(), "side_margin": margin,
            "rows": {str(k): int(v) for k, v in zip(names, counts, strict=True)}}  # fmt: skip
     base = {(r["claim"], r["pid"]): r for r in (previous or rows)}
     rows0 = [base.get((r["claim"], r["pid"]), r) for r in rows]

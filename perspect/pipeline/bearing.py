@@ -28,13 +28,16 @@ NEITHER = 2  # the argument head's third column
 class Bearing:
     """The bearing decision over one index's stored lower states (the argument model's)."""
 
-    def __init__(self, trunk, lower, stance, decision: BearingDecision):
+    def __init__(self, trunk, lower, stance, decision: BearingDecision, side_cut: float = 0.5):
         """`trunk`: the argument trunk (with a bearing and an argument head); `lower`: how a
-        search reads lower states (pipeline.lower); `stance`: the StanceScorer."""
+        search reads lower states (pipeline.lower); `stance`: the StanceScorer; `side_cut`: the
+        stance decision's (Decisions.stance_side): a side too close to call is set to it, so
+        its cluster shows as unclear."""
         self.trunk, self.lower, self.stance, self.decision = trunk, lower, stance, decision
+        self.side_cut = side_cut
 
     @classmethod
-    def of(cls, arguing, stance) -> Bearing | None:
+    def of(cls, arguing, stance, side_cut: float = 0.5) -> Bearing | None:
         """The stage where the argument model has a bearing head and a fitted decision."""
         if arguing is None:
             return None
@@ -42,7 +45,7 @@ class Bearing:
         decision = BearingDecision.from_manifest(trunk.manifest)
         if HEAD not in trunk.heads or decision is None:
             return None
-        return cls(trunk, arguing.lower, stance, decision)
+        return cls(trunk, arguing.lower, stance, decision, side_cut)
 
     def heads(self, claim_states: np.ndarray, ids: Sequence[str], texts: Sequence[str]):
         """(bearing (n, 4), argument (n, 3)) of (claim, text) pairs from one top pass each."""
@@ -95,6 +98,7 @@ class Bearing:
             head_support[chosen],
         )
         side = self.decision.side.prob(self.side_features(bearing[keep], support))
+        side[np.abs(side - 0.5) < self.decision.side_margin] = self.side_cut
         members = [
             Member(hits[i].id, hits[i].text, float(p[n]), float(s), hits[i].metadata)
             for i, n, s in zip(chosen, keep, side, strict=True)

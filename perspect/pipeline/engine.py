@@ -251,7 +251,11 @@ class Engine:
         )
         # what bears on the claim as written (issue 71), where the argument model has the
         # bearing head and its fitted decision; else the relevance cut and the neither cut
-        self.bearing = Bearing.of(self.arguing, self.stance) if cfg.bearing else None
+        self.bearing = (
+            Bearing.of(self.arguing, self.stance, self.decisions.stance_side)
+            if cfg.bearing
+            else None
+        )
         # sides carried from the debates the perspectives were written for (issue 72)
         self.debates = DebateSides(self.stance) if cfg.debate_sides and trunk is not None else None
         reader = models.reader

@@ -300,18 +300,18 @@ class BearingDecision:
       argument trunk's bearing and neither heads; a candidate is kept at `bears.threshold`
       (fitted for precision; below it, a candidate on the claim's topic is at most "related");
     - `side`: P(for) of a kept candidate from the bearing head's for / against share and the
-      stance decision's P(support);
+      stance decision's P(support); within `side_margin` of .5 it is too close to call;
     - `consider`: the candidates, most relevant first, the trunk reads for it."""
 
     bears: Stack
     side: Stack
     consider: int = 30
+    side_margin: float = 0.0  # |P(for) - .5| under this: unclear (fitted for sides shown right)
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> BearingDecision | None:
         got = (manifest.get("decisions") or {}).get("bearing")
         if not got or "bears" not in got:
             return None
-        return cls(
-            Stack.from_json(got["bears"]), Stack.from_json(got["side"]), int(got["consider"])
-        )
+        return cls(Stack.from_json(got["bears"]), Stack.from_json(got["side"]),
+                   int(got["consider"]), float(got.get("side_margin", 0.0)))  # fmt: skip
