@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 from bench.reader import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
 from perspect.lab import judged  # noqa: E402
 
-RUNS = judged.HERE / "runs"
+RUNS = judged.HERE / "runs"  # ids, sides and item keys only (the texts are third-party)
+TEXTS = Path(os.environ.get("PERSPECT_RUN_TEXTS", ROOT.parent / "runs-texts"))  # outside the repo
 READER = "reader-labels.jsonl"  # labels of the runs' items (two judges, blind), beside labels.jsonl
 
 
@@ -61,10 +63,27 @@ def run(args) -> int:
                 out.append({"set": which, "claim": claim, "clusters": clusters,
                             "took_ms": res["took_ms"]})  # fmt: skip
                 print(f"{which}: {claim[:60]}: {len(clusters)} clusters", flush=True)
+    TEXTS.mkdir(parents=True, exist_ok=True)
+    (TEXTS / f"{args.label}.json").write_text(json.dumps(out, indent=0) + "\n")
     path = RUNS / f"{args.label}.json"
-    path.write_text(json.dumps(out, indent=0) + "\n")
-    print(f"-> {path}")
+    path.write_text(json.dumps(ids_only(out), indent=0) + "\n")
+    print(f"-> {path} (texts: {TEXTS})")
     return 0
+
+
+def ids_only(rows: list[dict]) -> list[dict]:
+    """A run as committed: each cluster's perspective id, side and the keys of its items."""
+    out = []
+    for a in rows:
+        cl = []
+        for c in a["clusters"]:
+            cl.append({"pid": c["pid"], "side": c["side"], "top_evidence": c.get("top_evidence"),
+                       "rc": "rc:" + _key(a["claim"], c["text"]),
+                       "rw": "rw:" + _key(c["text"], c["why"]) if c.get("why") else None,
+                       "re": "re:" + _key(c["text"], c["top_evidence_text"])
+                       if c.get("top_evidence_text") else None})  # fmt: skip
+        out.append({"set": a["set"], "claim": a["claim"], "clusters": cl, "took_ms": a["took_ms"]})
+    return out
 
 
 def _key(*parts: str) -> str:
@@ -94,7 +113,7 @@ def items(args) -> int:
 
     known = _labels()
     todo = {}
-    for path in sorted(RUNS.glob("*.json")):
+    for path in sorted(TEXTS.glob("*.json")):
         for it in run_items(json.loads(path.read_text())):
             if it["id"] not in known:
                 todo[it["id"]] = it
@@ -179,7 +198,7 @@ def score(args) -> int:
                 answered += bool(a["clusters"])
                 both += sides == {"support", "oppose"}
                 for c in a["clusters"]:
-                    lab = labels.get("rc:" + _key(a["claim"], c["text"]))
+                    lab = labels.get(c["rc"])
                     got["clusters"] += 1
                     got[f"judged:{lab is not None}"] += 1
                     if c["side"] == "unclear":
@@ -195,16 +214,12 @@ def score(args) -> int:
                         ] += 1
                     if lab in ("for", "against", "no_side"):
                         got["on_topic"] += 1
-                        if c.get("why"):
+                        if c.get("rw"):
                             got["with_reason"] += 1
-                            w = labels.get("rw:" + _key(c["text"], c["why"]))
+                            w = labels.get(c["rw"])
                             if w:
                                 got[f"reason:{w}"] += 1
-                        e = (
-                            labels.get("re:" + _key(c["text"], c["top_evidence_text"]))
-                            if c.get("top_evidence_text")
-                            else None
-                        )
+                        e = labels.get(c["re"]) if c.get("re") else None
                         got[
                             f"evidence:{e or ('none' if not c.get('top_evidence') else 'unjudged')}"
                         ] += 1
