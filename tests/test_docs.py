@@ -121,3 +121,12 @@ def test_perspect_commands_shown_exist(doc):
         assert not unknown, f"{doc.name}: {command!r}: perspect {' '.join(path)} has no {unknown}"
     if doc == README:
         assert len(commands) >= 20  # the command-line synopsis is there
+
+
+def test_results_keep_the_current_figures_on_a_few_screens():
+    """Issue 74: RESULTS.md holds the current figures only (history is git's), STUDIES.md a short
+    entry a study; every table section names the command that reproduces it."""
+    results = (ROOT / "bench" / "RESULTS.md").read_text().splitlines()
+    studies = (ROOT / "bench" / "STUDIES.md").read_text().splitlines()
+    assert len(results) <= 400, f"bench/RESULTS.md has {len(results)} lines (at most 400)"
+    assert len(studies) <= 300, f"bench/STUDIES.md has {len(studies)} lines (at most 300)"
