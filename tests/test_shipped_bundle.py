@@ -135,7 +135,11 @@ def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
     assert kept.count() > 0 and len(kept.missing(trunk.states_key, texts)) < len(POOL)
     members = [m for c in res.clusters for m in c.members]
     text = {i: t for i, t, _ in POOL}
-    direct = StanceScorer(engine.model, trunk)(CLAIM, [text[m.id] for m in members])
+    if engine.bearing is None:
+        direct = StanceScorer(engine.model, trunk)(CLAIM, [text[m.id] for m in members])
+    else:  # the side is the bearing decision's, over the trunk's heads (pipeline.bearing)
+        shown = {m.id: m.support for m in engine.kept(CLAIM, engine.retrieve(CLAIM, 30))[0]}
+        direct = [shown[m.id] for m in members]
     np.testing.assert_allclose([m.support for m in members], direct, atol=0.03)
     from perspect.pipeline.arguing import JUDGMENTS, Arguing
     from perspect.pipeline.idle import _shown_pairs

@@ -32,7 +32,8 @@ from perspect.lab.judged import HERE, load_claims, perspective_texts, read_jsonl
 HEAD = "bearing"
 CURATED = 2000  # PERSPECTRUM train (claim, curated perspective) rows beside the judged ones
 C_GRID = (0.0003, 0.001, 0.003, 0.01, 0.03, 0.1)
-BEARS_PRECISION = 0.70  # the bears cut: the lowest whose tune precision reaches this (0.80: half the reach)
+# the bears cut: the lowest whose tune precision reaches this (0.80 halves the reach)
+BEARS_PRECISION = 0.70
 
 
 def judged_rows() -> dict[str, list[tuple[str, str, int]]]:

@@ -22,7 +22,7 @@ from perspect.core.index.config import IndexConfig
 from perspect.indexer.indexer import Indexer, Source
 
 INDEX = "judged"
-EPOCHS = 3
+EPOCHS = 2  # the learning curve stopped paying after the second (bench/RESULTS.md)
 
 
 def scratch_index(home: Path, data: Path, log) -> None:
