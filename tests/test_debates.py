@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perspect.core.result import Debate, Member, PerspectiveCluster
-from perspect.pipeline.clusters import debate_sides_agree
+from perspect.pipeline.debates import debate_sides_agree
 from tests.conftest import PERSPECTRUM
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -34,6 +34,7 @@ from perspect.core.model.decisions import Decisions
 from perspect.core.result import Member, PerspectiveCluster
 from perspect.core.types import Query
 from perspect.pipeline import stance
+from perspect.pipeline.debates import debate_sides_agree
 from perspect.pipeline.linkage import Linked, lazy_complete_link
 from perspect.pipeline.retrieve import Retrieve
 from perspect.reranker.equivalence_ce import EquivalenceModel
@@ -150,6 +151,14 @@ class Clusters:
         support = np.array([m.support for m in members])
         allowed = self.decisions.may_merge(support) & debate_sides_agree(members)
         ids, texts = [m.id for m in members], [m.text for m in members]
+        # a perspective a reader placed on a side stays the cluster they acted on (merged only
+        # where they said two make one point): hidden in another point's cluster, their
+        # correction would seem lost
+        paired = {p for pair in same for p in pair}
+        for i, m in enumerate(members):
+            if m.corrected and m.id not in paired:
+                allowed[i, :] = allowed[:, i] = False
+                allowed[i, i] = True
         forced = np.zeros(allowed.shape, dtype=bool)
         for i, a in enumerate(ids):
             for j, b in enumerate(ids):
@@ -348,16 +357,6 @@ def both_orders(ce, claim: str, pairs, stack: Stack, feats: dict[str, np.ndarray
         rev = ce.one_order(claim, [x for x, c in zip(pairs, could, strict=True) if c], True)
         lo[could] += rev / 2
     return lo
-
-
-def debate_sides_agree(members: Sequence[Member]) -> np.ndarray:
-    """(n, n): False where two members were written for one debate on opposite sides (issue 72):
-    whatever their words share, they argue opposite things there, so they never merge."""
-    keys = [(m.metadata.get("debate_id"), m.metadata.get("side")) for m in members]
-    debate = np.array([str(d) if d else "" for d, _ in keys])
-    side = np.array([str(s) if s else "" for _, s in keys])
-    both = (debate[:, None] == debate[None, :]) & (debate[:, None] != "")
-    return ~(both & (side[:, None] != side[None, :]))
 
 
 def complete_link(probs: np.ndarray, allowed: np.ndarray, cut: float) -> np.ndarray:

@@ -91,3 +91,13 @@ class DebateSides:
             else:
                 out.append(replace(m, support=UNSURE))
         return out
+
+
+def debate_sides_agree(members: Sequence[Member]) -> np.ndarray:
+    """(n, n): False where two members were written for one debate on opposite sides (issue 72):
+    whatever their words share, they argue opposite things there, so they never merge."""
+    keys = [(m.metadata.get("debate_id"), m.metadata.get("side")) for m in members]
+    debate = np.array([str(d) if d else "" for d, _ in keys])
+    side = np.array([str(s) if s else "" for _, s in keys])
+    both = (debate[:, None] == debate[None, :]) & (debate[:, None] != "")
+    return ~(both & (side[:, None] != side[None, :]))
