@@ -12,7 +12,9 @@ both judges labelled alike, `train` claims to fit, `tune` claims to pick C and t
 
     python -m perspect.lab.bearing_fit --work DIR [--argument models/argument] [--write]
 
-`--write` adds the head and its decisions to the argument entry (re-packed in place).
+Over the shipped trunk it fits the linear head that starts the trunk's training
+(`bearing_head.npz`); over a trunk with its own bearing head (perspect.lab.train.bearing),
+`--write` puts the decision's stacks and the verdict cuts into the entry (re-packed in place).
 """
 
 from __future__ import annotations
@@ -145,8 +147,6 @@ def run(args, log=print) -> dict:
     }
     (args.work / "bearing.json").write_text(json.dumps(report, indent=1) + "\n")
     np.savez(args.work / "bearing_head.npz", weight=w, bias=b)
-    if args.write:
-        write(args.argument, w, b, stacks, report, log)
     return report
 
 
@@ -235,53 +235,6 @@ def measure_head(p: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
-def write(entry: Path, w, b, stacks: dict, report: dict, log=print) -> None:
-    """The head after the entry's own (their columns of the top graph do not move) and its
-    decisions in the manifest; the entry re-packed in place."""
-    import shutil
-
-    from safetensors.numpy import load_file, save_file
-
-    from perspect.core.model import bundle
-    from perspect.core.model.bundle import sha256_file
-    from perspect.lab.train import argument as trainer
-
-    full = bundle.resolve(entry)
-    trained = Path(report["work"]) / "trained"
-    shutil.rmtree(trained, ignore_errors=True)
-    shutil.copytree(full, trained, ignore=shutil.ignore_patterns("onnx"))
-    man_path = trained / "manifest.json"
-    man = json.loads(man_path.read_text())
-    have = load_file(str(trained / "heads.safetensors"))
-    have = {k: v for k, v in have.items() if not k.startswith(f"{HEAD}.")}
-    have[f"{HEAD}.weight"], have[f"{HEAD}.bias"] = np.ascontiguousarray(w), np.ascontiguousarray(b)
-    save_file(have, str(trained / "heads.safetensors"))
-    man["heads"] = {**{k: v for k, v in man["heads"].items() if k != HEAD}, HEAD: 4}
-    man["bearing_labels"] = list(LABELS)
-    man.setdefault("decisions", {})[HEAD] = {
-        "bears": stacks["bears"],
-        "side": stacks["side"],
-        "consider": 30,
-        "fitted_on": f"judged set: stacks on train claims' candidates, the bears cut on tune "
-        f"claims' (precision >= {BEARS_PRECISION})",
-        "rows": stacks["rows"],
-        "tune": stacks["tune"],
-        "report": stacks["report"],
-    }
-    files = {
-        p.name: sha256_file(HERE / p.name) for p in (HERE / "labels.jsonl", HERE / "items.jsonl")
-    }
-    data = [d for d in man.get("data", []) if not str(d.get("file", "")).startswith("judged/")]
-    man["data"] = [*data, *({"file": f"judged/{k}", "sha256": v} for k, v in files.items())]
-    man.setdefault("dev_metrics", {})[HEAD] = {
-        "head": report["head"]["report"],
-        **stacks["report"]["bearing"],
-    }
-    man_path.write_text(json.dumps(man, indent=2) + "\n")
-    trainer.pack(trained, Path(entry))
-    log(f"{entry}: head {HEAD!r} and its decisions written")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, required=True, help="feature cache (outside the repo)")
@@ -295,7 +248,11 @@ def main() -> None:
         default=None,
         help="the previous bundle's engine.jsonl (the baseline decision's signals)",
     )
-    ap.add_argument("--write", action="store_true", help="add the head to the entry")
+    ap.add_argument(
+        "--write",
+        action="store_true",
+        help="with a trained bearing head: write the decision into the entry",
+    )
     args = ap.parse_args()
     from perspect.core.model import bundle
     from perspect.reranker.stance_trunk import read

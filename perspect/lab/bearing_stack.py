@@ -22,6 +22,7 @@ import numpy as np
 
 from perspect.core.model.decision_stack import fit as fit_stack
 from perspect.lab.judged import HERE, load_claims, read_jsonl
+from perspect.lab.verdict_fit import precision_cut
 
 LABELS = ("for", "against", "no_side", "off_topic")  # the bearing head's columns, the form's cp
 FOR, AGAINST, NO_SIDE, OFF = range(4)
@@ -103,14 +104,6 @@ def feats(rows: list[dict], bearing: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def precision_cut(p: np.ndarray, gold: np.ndarray, precision: float) -> float:
-    order = np.argsort(-p, kind="stable")
-    prec = np.cumsum(gold[order]) / np.arange(1, len(order) + 1)
-    ok = np.nonzero(prec >= precision)[0]
-    ok = ok[ok >= 19]
-    return float(p[order][ok.max()]) if len(ok) else 1.01
-
-
 def shown_figures(y: np.ndarray, kept: np.ndarray, side: np.ndarray, unclear: np.ndarray,
                   claims: np.ndarray) -> dict:  # fmt: skip
     """What a reader meets among the candidates shown: of those shown on a side, right / wrong /
@@ -176,7 +169,7 @@ def fit_and_measure(rows: list[dict], bearing: np.ndarray, decisions, neither_at
     X = np.stack([f[k] for k in FEATURES], 1)
     bears = fit_stack(FEATURES, X[tr], gold_bears[tr].astype(float))
     pb = bears.prob(f)
-    bears = bears.with_threshold(round(precision_cut(pb[tu], gold_bears[tu], bears_precision), 4))
+    bears = bears.with_threshold(precision_cut(pb[tu], gold_bears[tu], bears_precision, least=20))
     sided_tr = tr & gold_bears
     Xs = np.stack([f[k] for k in SIDE_FEATURES], 1)
     side = fit_stack(SIDE_FEATURES, Xs[sided_tr], (y[sided_tr] == FOR).astype(float))
