@@ -10,6 +10,7 @@ TORCH_PIP_ARGS ?=
 PIP_VERSION ?= 26.3
 SHARED_PERSPECTRUM ?= ../shared/data/perspectrum
 SHARED_CLAIMDIFF ?= ../shared/data/claimdiff
+SHARED_NEWS ?= ../shared/data/news
 SHARED_DATA ?= ../shared/data
 CLAIM ?= animals should have lawful rights
 
@@ -75,10 +76,11 @@ demo: setup data
 	                    || echo data/perspectrum/perspective_pool_v1.0.json) \
 	  $$(for f in data/perspectrum/evidence_pool_v1.0.json data/perspectrum/evidence_pool_partial_v1.0.json; do \
 	       [ -f $$f ] && echo "--evidence $$f" && break; done) \
-	  $$([ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl")
+	  $$([ -f data/news/allsides_articles.jsonl.gz ] && echo "--news data/news/allsides_articles.jsonl.gz" \
+	     || { [ -f data/claimdiff/claimdiff_train_articles.jsonl ] && echo "--news data/claimdiff/claimdiff_train_articles.jsonl"; })
 	@echo "demo: perspect search \"$(CLAIM)\" --index default --k 10"
 	@$(BIN)/perspect search "$(CLAIM)" --index default --k 10
-	@echo "demo: completing the index (perspect index complete: evidence and news vectors, ColBERT over news, links, lower states)..."
+	@echo "demo: completing the index (perspect index complete: evidence vectors, links, lower states; the AllSides news keeps BM25)..."
 	@$(BIN)/perspect index complete --name default
 
 # Reproduce the shipped model bundle (models/), step by step: dense encoder, pair model, three
@@ -108,7 +110,10 @@ data: setup
 	fi
 	@if [ -d "$(SHARED_CLAIMDIFF)" ]; then \
 	  $(BIN)/perspect data fetch claimdiff --from "$(SHARED_CLAIMDIFF)"; \
-	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): the demo index has no news"; fi
+	else echo "no ClaimDiff at $(SHARED_CLAIMDIFF): no ClaimDiff articles"; fi
+	@if [ -f "$(SHARED_NEWS)/allsides_articles.jsonl.gz" ]; then \
+	  $(BIN)/perspect data fetch news --from "$(SHARED_NEWS)"; \
+	else echo "no AllSides news at $(SHARED_NEWS): the demo's news pool is ClaimDiff's articles alone"; fi
 	@if [ -d "$(SHARED_DATA)/argument" ] || [ -d "$(SHARED_DATA)/direction" ]; then \
 	  $(BIN)/perspect data fetch debates --from "$(SHARED_DATA)"; \
 	else echo "no debates at $(SHARED_DATA): the demo index holds PERSPECTRUM's perspectives alone"; fi

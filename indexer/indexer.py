@@ -137,6 +137,10 @@ class Indexer:
         config = self.config or IndexConfig(retrievers=default_retrievers())
         batches = self._read_all(sources)
         pools = sorted({s.pool for s in sources})
+        counts: dict[str, int] = {}
+        for src, rep in batches:
+            counts[src.pool] = counts.get(src.pool, 0) + len(rep.items)
+        config = pending.lean(config, counts)
         first = pending.first_config(config, pools) if early else None
         with self.dir.writer_lock():
             version = self.dir.new_version()

@@ -1,7 +1,7 @@
 """Articles to sentence items: the news pool and the reader's documents.
 
-Articles come as JSONL (`id`, `title`, `source` or `outlet`, `date`, `url`, `text`), a JSON list of the
-same, or a folder of `.txt` / `.md` files (the file name is the id, a leading `# heading` the title);
+Articles come as JSONL (`id`, `title`, `source` or `outlet`, `date`, `url`, `leaning`, `topic`,
+`text`; gzipped as `.jsonl.gz` too), a JSON list of the same, or a folder of `.txt` / `.md` files (the file name is the id, a leading `# heading` the title);
 documents also as `.html` pages (main text, title, date and site name by trafilatura, as a page
 fetched from the web). Sentences are split with sentencex (Wikimedia's maintained rule-based
 segmenter: no model download, handles abbreviations and quotes); each sentence keeps its article
@@ -22,6 +22,7 @@ from perspect.indexer.readers import (
     ReadReport,
     _Collector,
     _unstorable,
+    inner_suffix,
     iter_files,
     load_json,
     read_text_file,
@@ -57,7 +58,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def _articles_from_json(path: Path, col: _Collector) -> Iterator[tuple[dict[str, Any], int]]:
     content = read_text_file(path)
-    if path.suffix.lower() == ".json":
+    if inner_suffix(path) == ".json":
         try:
             data = load_json(content)
         except json.JSONDecodeError as e:
@@ -134,17 +135,37 @@ def read_documents(path: str | Path, language: str = "en") -> ReadReport:
     return read_news(path, language, DOCUMENT_FILE_SUFFIXES)
 
 
+def leaning_of(value: object) -> str:
+    """An outlet's leaning as Perspect shows it: left, centre, right or unrated. AllSides' five
+    grades fold to three ("lean left" is left); anything else a reader wrote is "unrated", never a
+    guess."""
+    v = str(value or "").strip().casefold().replace("-", " ").replace("_", " ")
+    v = v.removeprefix("lean ").strip()
+    if v in ("left", "right"):
+        return v
+    if v in ("center", "centre", "central", "middle"):
+        return "centre"
+    return "unrated"
+
+
+LEANINGS = ("left", "centre", "right")
+
+
 def read_news(
-    path: str | Path, language: str = "en", suffixes: tuple[str, ...] = NEWS_FILE_SUFFIXES
+    path: str | Path,
+    language: str = "en",
+    suffixes: tuple[str, ...] = NEWS_FILE_SUFFIXES,
+    default_leaning: str | None = None,
 ) -> ReadReport:
-    """Read articles and return one Item per sentence."""
+    """Read articles and return one Item per sentence, each with its article's outlet, date,
+    title, url, leaning (the record's, else `default_leaning`, else "unrated") and topic."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(p), "no such file or folder")
     col = _Collector(str(p), id_field=None, text_field=None, id_prefix="s")
     if p.is_dir():
         articles = _articles_from_folder(p, col, suffixes)
-    elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+    elif inner_suffix(p) in (".jsonl", ".ndjson", ".json"):
         articles = _articles_from_json(p, col)
     elif p.suffix.lower() in HTML_SUFFIXES and p.suffix.lower() in suffixes:
         articles = iter([(_article_file(p, p.stem), 0)])
@@ -178,6 +199,8 @@ def read_news(
             "outlet": rec.get("outlet") or rec.get("source"),
             "date": rec.get("date"),
             "url": rec.get("url"),
+            "leaning": leaning_of(rec.get("leaning") or default_leaning),
+            "topic": rec.get("topic") or None,
             "content_hash": rec.get("content_hash"),  # set by a news add (indexer.web_news)
         }
         meta = {k: v for k, v in meta.items() if v is not None}

@@ -27,8 +27,33 @@ from pathlib import Path
 from typing import Any
 
 from perspect.core.index.config import IndexConfig
+from perspect.core.types import POOLS
 
 FIRST = ("perspectives",)  # the pools a first version indexes with every retriever
+# A news pool of more sentences than this keeps BM25 alone, in every version (issue 73): the
+# AllSides set is 1.65 million sentences, some 3 hours of the dense and ColBERT passes on two
+# cores for sentences a search reads a few dozen of. The news stage reads its candidates' vectors
+# and states at first touch instead (pipeline.news); `perspect index rebuild --retriever dense`
+# (or a build on Ray) gives the whole pool its vectors where that is worth it.
+LARGE_NEWS = 200_000
+
+
+def lean(config: IndexConfig, counts: dict[str, int]) -> IndexConfig:
+    """`config` without the dense and ColBERT passes over a news pool of more than LARGE_NEWS
+    sentences (the reader's documents keep theirs: they are mined, and small)."""
+    if counts.get("news", 0) <= LARGE_NEWS:
+        return config
+    backends = {k: dict(v) for k, v in config.backends.items()}
+    for kind in config.retrievers:
+        if kind == "bm25":
+            continue
+        pools = [p for p in POOLS if p in _pools_of(config, kind) and p != "news"]
+        backends[kind] = {**backends.get(kind, {}), "pools": pools}
+    return replace(config, backends=backends)
+
+
+def _pools_of(config: IndexConfig, kind: str) -> list[str]:
+    return [p for p in POOLS if kind in config.for_pool(p)]
 
 
 def first_config(full: IndexConfig, pools: list[str]) -> IndexConfig | None:

@@ -12,12 +12,14 @@ Whole-file problems (missing, empty, binary, wrong encoding) raise at once.
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import re
 import sys
 import unicodedata
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +94,11 @@ def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
         data = p.read_bytes()
     except OSError as e:  # unreadable (permissions, a dead disk): the person can fix it
         raise InputError(str(p), f"cannot read the file ({e.strerror or e})") from None
+    if p.suffix.lower() == ".gz":  # a corpus as it ships (news/allsides_articles.jsonl.gz)
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(str(p), f"not a readable gzip file ({e})") from None
     bom = next((enc for mark, enc in _BOMS if data.startswith(mark)), None)
     if bom is None and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
         encoding = "utf-8-sig"
@@ -318,8 +325,16 @@ def read_pool(
     return col.report
 
 
+def inner_suffix(p: Path) -> str:
+    """The suffix that names the format: `.jsonl` of `articles.jsonl.gz`."""
+    suffixes = [x.lower() for x in p.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    return suffixes[-1] if suffixes else ""
+
+
 def _guess_format(p: Path) -> str:
-    suffix = p.suffix.lower()
+    suffix = inner_suffix(p)
     if suffix == ".json":
         return "json"
     if suffix in JSONL_SUFFIXES:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from perspect.core.errors import InputError
@@ -106,6 +108,7 @@ def test_news_sentences_keep_article_metadata(tmp_path):
         "outlet": "Daily Planet",
         "date": "2026-01-02",
         "url": "https://example.org/a1",
+        "leaning": "unrated",  # nobody rated the outlet: never a guess
         "position": 0,
     }
     assert rep.items[-1].metadata["outlet"] == "The Sun"
@@ -132,3 +135,41 @@ def test_news_folder_of_text_files(tmp_path):
 def test_news_article_without_text_is_an_error(tmp_path):
     rep = read_news(write_jsonl(tmp_path / "n.jsonl", [{"id": "x", "title": "t"}]))
     assert rep.errors and "no text" in rep.errors[0].reason
+
+
+def test_news_jsonl_gz_keeps_leaning_and_topic(tmp_path):
+    """The AllSides set ships gzipped with each outlet's leaning and a topic: both reach every
+    sentence; AllSides' five grades fold to three, anything else is "unrated"."""
+    import gzip
+
+    from perspect.indexer.news import leaning_of, read_news
+
+    rows = [
+        {"id": "x1", "title": "T", "outlet": "CNN (Web News)", "leaning": "left",
+         "topic": "guns", "text": "Guns kill people every day. Laws could stop that."},
+        {"id": "x2", "outlet": "Fox Online News", "leaning": "right",
+         "text": "Gun laws do not stop criminals from getting guns."},
+        {"id": "x3", "outlet": "Reuters", "leaning": "center", "text": "A vote is due on Monday."},
+        {"id": "x4", "outlet": "Blog", "text": "Nobody rated this outlet at all, ever."},
+    ]  # fmt: skip
+    path = tmp_path / "articles.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    rep = read_news(path)
+    by = {it.id: it.metadata for it in rep.items}
+    assert by["x1#0"]["leaning"] == "left" and by["x1#1"]["topic"] == "guns"
+    assert by["x2#0"]["leaning"] == "right" and by["x3#0"]["leaning"] == "centre"
+    assert by["x4#0"]["leaning"] == "unrated"
+    assert read_news(path, default_leaning="lean right").items[-1].metadata["leaning"] == "right"
+    assert [leaning_of(v) for v in ("Lean Left", "CENTRE", "far-left", None)] == [
+        "left", "centre", "unrated", "unrated",
+    ]  # fmt: skip
+
+
+def test_a_damaged_gzip_is_refused_in_one_line(tmp_path):
+    from perspect.indexer.news import read_news
+
+    path = tmp_path / "articles.jsonl.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00not really gzip")
+    with pytest.raises(InputError, match="not a readable gzip file"):
+        read_news(path)

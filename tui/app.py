@@ -218,15 +218,17 @@ class PerspectApp(App[None]):
             )
             await self.query_one("#oppose", SideColumn).show(())
         else:
-            await self.query_one("#support", SideColumn).show(res.side("support"))
-            await self.query_one("#oppose", SideColumn).show(res.side("oppose"))
+            await self.query_one("#support", SideColumn).show(res.side("support"), res.news_for)
+            await self.query_one("#oppose", SideColumn).show(res.side("oppose"), res.news_for)
         third = self.query_one("#unclear", SideColumn)
         if res.related:
             await third.show_related(res.related)
         else:
             await third.show(res.side("unclear"))
         third.display = bool(res.related or res.side("unclear"))
-        self.query_one(CoverageBar).show(res.coverage, reading=res.second_reading)
+        self.query_one(CoverageBar).show(
+            res.coverage, reading=res.second_reading, spread=res.spread
+        )
         self.query_one(NewsPanel).show(
             res.news, {c.representative.id: c.representative.text for c in res.clusters}
         )

@@ -1,4 +1,4 @@
-"""`perspect data fetch`: PERSPECTRUM, ClaimDiff and the debates into data/."""
+"""`perspect data fetch`: PERSPECTRUM, ClaimDiff, the debates and the news into data/."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def register(sub) -> None:
     """`perspect data`."""
     data = sub.add_parser("data", help="fetch datasets").add_subparsers(dest="sub", required=True)
     f = data.add_parser("fetch", help="download a dataset (or copy it with --from)")
-    f.add_argument("dataset", choices=["perspectrum", "claimdiff", "debates"])
+    f.add_argument("dataset", choices=["perspectrum", "claimdiff", "debates", "news"])
     f.add_argument("--dest", help="target folder (default: data/<dataset>)")
     f.add_argument("--from", dest="source", metavar="DIR", help="copy from a local folder instead")
     f.set_defaults(func=cmd_data_fetch)

@@ -1,8 +1,12 @@
-"""Typed results of a full Perspect search, with their documented JSON form (`perspect.result/1`)."""
+"""Typed results of a full Perspect search, with their documented JSON form (`perspect.result/1`).
+
+Why one module: these types are one JSON document (docs/json-schemas.md), read together by every
+front door; split, a reader of the schema would open five files for one answer.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,6 +266,11 @@ class NewsItem(FrozenMetadata):
     def rationale_words(self) -> tuple[str, ...]:
         return tuple(self.text[s:e] for s, e in self.rationale)
 
+    @property
+    def leaning(self) -> str:
+        """The outlet's leaning (left, centre, right; "unrated" where nobody rated it)."""
+        return str(self.metadata.get("leaning") or "unrated")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -277,8 +286,74 @@ class NewsItem(FrozenMetadata):
             "outlet": self.metadata.get("outlet"),
             "date": self.metadata.get("date"),
             "title": self.metadata.get("title"),
+            "url": self.metadata.get("url"),
+            "leaning": self.leaning,
             "article_id": self.metadata.get("article_id"),
             "also": list(self.also),
+        }
+
+
+LEANINGS = ("left", "centre", "right")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How the perspectives shown spread across the press: for each leaning, how many clusters
+    news from outlets of that leaning strengthens (`carried`), and for each side the leanings that
+    carry it. A side carried by one leaning alone is worth a warning: the reader sees what one
+    part of the press argues, not that the press agrees."""
+
+    carried: Mapping[str, int]
+    sides: Mapping[str, tuple[str, ...]]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "carried", _frozen_map(self.carried))
+        object.__setattr__(self, "sides", _frozen_map(self.sides))
+
+    @classmethod
+    def of(cls, clusters: Sequence[PerspectiveCluster], news: Sequence[NewsItem]) -> Spread:
+        side = {c.representative.id: c.stance for c in clusters}
+        by: dict[str, set[str]] = {}  # leaning -> clusters it strengthens
+        for n in news:
+            if n.cluster in side and n.cluster_relation == "strengthens":
+                by.setdefault(n.leaning, set()).add(n.cluster)
+        carried = {k: len(by.get(k, ())) for k in LEANINGS}
+        if by.get("unrated"):
+            carried["unrated"] = len(by["unrated"])
+        sides = {
+            st: tuple(
+                k for k in (*LEANINGS, "unrated") if any(side[c] == st for c in by.get(k, ()))
+            )
+            for st in ("support", "oppose")
+        }
+        return cls(carried, sides)
+
+    @property
+    def any(self) -> bool:
+        return any(self.carried.values())
+
+    @property
+    def line(self) -> str | None:
+        """ "carried by left 4 · centre 1 · right 0" (None: no news carries any perspective)."""
+        if not self.any:
+            return None
+        return "carried by " + " · ".join(f"{k} {v}" for k, v in self.carried.items())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """A side that outlets of one rated leaning alone carry."""
+        out = []
+        for st, ks in self.sides.items():
+            if len(ks) == 1 and ks[0] != "unrated":
+                out.append(f"the {st} side is carried by {ks[0]}-leaning outlets alone")
+        return tuple(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "carried": dict(self.carried),
+            "sides": {k: list(v) for k, v in self.sides.items()},
+            "line": self.line,
+            "warnings": list(self.warnings),
         }
 
 
@@ -377,6 +452,11 @@ class SearchResult:
     def news_for(self, cluster: PerspectiveCluster) -> tuple[NewsItem, ...]:
         return tuple(n for n in self.news if n.cluster == cluster.representative.id)
 
+    @property
+    def spread(self) -> Spread:
+        """Which leanings of the press carry the perspectives shown (Spread)."""
+        return Spread.of(self.clusters, self.news)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": "perspect.result/1",
@@ -385,6 +465,7 @@ class SearchResult:
             "clusters": [c.to_json() for c in self.clusters],
             "hits": [h.to_json() for h in self.hits],
             "news": [n.to_json() for n in self.news],
+            "spread": self.spread.to_json(),
             "related": [m.to_json() for m in self.related],
             "second_reading": None
             if self.second_reading is None

@@ -53,6 +53,7 @@ from perspect.reranker import factory
 from perspect.reranker.equivalence_ce import EquivalenceModel
 from perspect.reranker.factory import Models
 from perspect.reranker.model import PairModel
+from perspect.reranker.news_judge import NewsJudge
 from perspect.reranker.relation_judge import RelationJudge
 from perspect.retriever.base import VectorBackend
 from perspect.retriever.searcher import MAX_K, Searcher
@@ -123,6 +124,10 @@ class EngineConfig:
     news_candidates: int = 16
     news_max: int = 8
     news_clusters: int = 6
+    # each of those clusters' own news: sentences retrieved by its perspective's words, judged
+    # against it, at most `news_per_cluster_most` shown under it (issue 73)
+    news_per_cluster: int = 6
+    news_per_cluster_most: int = 2
     # relatedness gate before the comparator: cosine of the dense vectors (sentence, claim). The
     # comparator never saw pairs from different stories and calls some of them "strengthen". On
     # make demo's index (ClaimDiff's 186 articles), the top sentences of the claim's own story
@@ -186,10 +191,12 @@ class Engine:
         models: Models,
         config: EngineConfig | None = None,
         decisions: Decisions | None = None,
+        news: bool = False,
     ):
         """`models`: the pair model and what it names, and the ClaimDiff comparator that ties news
         sentences to the claim (None: no news), loaded by the factory as `config.serving()`
-        says (`Engine.load` does both). `decisions`: the fitted cuts and stacks; by default
+        says (`Engine.load` does both); `news`: judge news by the trunk's news stack where it has
+        one (then no comparator is needed). `decisions`: the fitted cuts and stacks; by default
         those saved with the pair model."""
         if models.pair is None:
             raise ModelError("the engine needs a pair model", hint="perspect models verify")
@@ -213,8 +220,12 @@ class Engine:
         self.relation = trunk if trunk is not None and "nli" in trunk.heads else models.relation
         # news relations from the relation model where it has fitted news cuts (an index with
         # news: `comparator` is given), else from the ClaimDiff comparator
-        judge = RelationJudge.of(self.relation) if self.comparator is not None else None
-        self.comparator = judge or self.comparator
+        # news relations from the argument trunk's news stack where it has one (issue 73: fitted
+        # on the judged news pairs), else the relation model's fitted news cuts, else ClaimDiff
+        judge = NewsJudge.of(trunk) if news or self.comparator is not None else None
+        if judge is None and self.comparator is not None:
+            judge = RelationJudge.of(self.relation)
+        self.news_judge = judge or self.comparator
         self.retrieve = Retrieve(searcher, cfg.fusion_depth, cfg.rrf_k)
         self.corrections = Corrections(searcher.dir.root)
         # the relation model's equivalence head over the stored lower states (a stack on "rel")
@@ -294,12 +305,14 @@ class Engine:
         )
         self.news_stage = News(
             searcher,
-            self.comparator,
+            self.news_judge,
             cfg.news_candidates,
             cfg.fusion_depth,
             cfg.rrf_k,
             cfg.news_max,
             cfg.news_min_similarity,
+            cfg.news_per_cluster,
+            cfg.news_per_cluster_most,
         )
 
     def ask_floor(self) -> float | None:
@@ -336,10 +349,14 @@ class Engine:
         memory) and the models it names, loaded by the factory as `config` serves them; `news`:
         with the bundle's comparator where it has one."""
         config = config or EngineConfig()
-        want = PAIR_MODELS + (("comparator", "relation") if news else ())
+        want = PAIR_MODELS
         if not config.argument:
             want = tuple(w for w in want if w != "argument")
-        return cls(searcher, factory.load(want, config.serving(), pair), config)
+        models = factory.load(want, config.serving(), pair)
+        if news and NewsJudge.of(models.trunk) is None:  # an older bundle: its news judges
+            more = factory.load(("comparator", "relation"), config.serving(), models.pair)
+            models = replace(models, comparator=more.comparator, relation=more.relation)
+        return cls(searcher, models, config, news=news)
 
     # -- the whole search --------------------------------------------------------------------------
     def search(

@@ -1,19 +1,20 @@
 """One perspective cluster in a side column: representative, strength bar, phrasings, evidence,
-how many sources its mined phrasings come from, its cited reason, and a mark where a reader
-corrected it."""
+how many sources its mined phrasings come from, its cited reason, the news that strengthens or
+weakens it with each outlet's leaning, and a mark where a reader corrected it."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Label, ListItem
 
-from perspect.core.presentation.render import NO_REASON, bar, plain
-from perspect.core.result import PerspectiveCluster
+from perspect.core.presentation.render import NO_REASON, bar, news_source, plain
+from perspect.core.result import NewsItem, PerspectiveCluster
 
 
 class ClusterItem(ListItem):
-    def __init__(self, cluster: PerspectiveCluster) -> None:
+    def __init__(self, cluster: PerspectiveCluster, news: tuple[NewsItem, ...] = ()) -> None:
         self.cluster = cluster
+        self.news = news
         super().__init__(Label(self._text(), markup=False))
 
     def _text(self) -> Text:
@@ -45,6 +46,11 @@ class ClusterItem(ListItem):
                 t.append(f"  ({plain(c.why.cited_from)})", style="dim")
         elif c.evidence:
             t.append(f"\n  {NO_REASON}", style="dim italic")
+        for n in self.news:  # the press on this point: relation, outlet (leaning), the words
+            rel = n.cluster_relation or n.relation
+            t.append(f"\n  ▪ {rel} ", style="bold green" if rel == "strengthens" else "bold red")
+            t.append(f"{plain(news_source(n))}: ", style="dim")
+            t.append(f"“{plain(n.text)}”", style="blue")
         return t
 
 

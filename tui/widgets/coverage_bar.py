@@ -1,5 +1,6 @@
 """How the perspectives split between the sides, with the thin-side warning, what a side rests
-on (only mined sentences, one outlet) and the claim's second reading where it has one."""
+on (only mined sentences, one outlet), the claim's second reading where it has one, and which
+leanings of the press carry the perspectives (with a warning where one alone carries a side)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ from rich.text import Text
 from textual.widgets import Static
 
 from perspect.core.presentation.render import plain
-from perspect.core.result import Coverage, SecondReading
+from perspect.core.result import Coverage, SecondReading, Spread
 
 
 class CoverageBar(Static):
     def show(
-        self, coverage: Coverage | None, width: int = 40, reading: SecondReading | None = None
+        self,
+        coverage: Coverage | None,
+        width: int = 40,
+        reading: SecondReading | None = None,
+        spread: Spread | None = None,
     ) -> None:
         if coverage is None:
             self.update("")
@@ -33,4 +38,8 @@ class CoverageBar(Static):
             text.append(f"  ⚠ {plain(coverage.line)}", style="yellow")
         if reading is not None:
             text.append(f"  · {plain(reading.line)}", style="dim")
+        if spread is not None and spread.line:  # which leanings of the press carry the points
+            text.append(f"\n news: {spread.line}", style="blue")
+            for w in spread.warnings:
+                text.append(f"  ⚠ {w}", style="yellow")
         self.update(text)

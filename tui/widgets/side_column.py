@@ -34,10 +34,11 @@ class SideColumn(Vertical):
         yield Label(self.title_text, classes="side-title")
         yield ListView(id=f"{self.stance}-list")
 
-    async def show(self, clusters: tuple[PerspectiveCluster, ...]) -> None:
+    async def show(self, clusters: tuple[PerspectiveCluster, ...], news_for=None) -> None:
+        """`news_for`: a cluster's news items (SearchResult.news_for), shown under it."""
         lv = self.query_one(ListView)
         await lv.clear()
-        await lv.extend(ClusterItem(c) for c in clusters)
+        await lv.extend(ClusterItem(c, news_for(c) if news_for else ()) for c in clusters)
         lv.index = 0 if clusters else None  # Enter opens the strongest one straight away
         self.query_one(Label).update(f"{self.title_text} ({len(clusters)})")
 

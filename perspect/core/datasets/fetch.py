@@ -7,6 +7,7 @@ JSON and written atomically, so an interrupted fetch never leaves a truncated fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -95,13 +96,19 @@ CLAIMDIFF_FILES = (
     "ClaimDiff-W/ClaimDiff-weak-train.json",
     "annotation_result_unfiltered_train.json",
 )
-OTHER_DATASETS = {"claimdiff": CLAIMDIFF_FILES}
+# The AllSides articles (../shared/data/news, issue 73): 37,554 articles of 491 outlets with
+# their leaning, copied as they ship (gzipped JSONL: the news reader takes it as it is).
+NEWS_FILE = "allsides_articles.jsonl.gz"
+NEWS_SHA256 = "2bee1cdd614a6cafd1fbc44228aa81ad6205f0be7ac001ccf244f48dcaed4c85"
+OTHER_DATASETS = {"claimdiff": CLAIMDIFF_FILES, "news": (NEWS_FILE,)}
 
 
 def fetch_local(dataset: str, source: str | Path | None, dest: str | Path | None) -> list[Path]:
     """Copy `dataset`'s files from `source` (its upstream layout) into `dest` (data/<dataset>)."""
     if dataset not in OTHER_DATASETS:
-        raise PerspectError(f"unknown dataset {dataset!r}", hint="known: perspectrum, claimdiff")
+        raise PerspectError(
+            f"unknown dataset {dataset!r}", hint="known: perspectrum, claimdiff, news, debates"
+        )
     if source is None:
         raise PerspectError(
             f"{dataset} is copied from a local folder",
@@ -119,6 +126,8 @@ def fetch_local(dataset: str, source: str | Path | None, dest: str | Path | None
         shutil.copyfile(src / name, tmp)
         if name.endswith(".json"):
             _check_json(tmp, str(src / name))
+        if name == NEWS_FILE:
+            _check_sha256(tmp, NEWS_SHA256, str(src / name))
         os.replace(tmp, dest / name)
         written.append(dest / name)
     if not written:
@@ -129,6 +138,20 @@ def fetch_local(dataset: str, source: str | Path | None, dest: str | Path | None
 
 
 CLAIMDIFF_NEWS = "claimdiff_train_articles.jsonl"
+
+
+def _check_sha256(path: Path, want: str, where: str) -> None:
+    """The copy is the file the README describes, or it is removed and refused."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    if h.hexdigest() != want:
+        path.unlink(missing_ok=True)
+        raise PerspectError(
+            f"{where}: not the expected file (sha256 {h.hexdigest()[:12]}..., want {want[:12]}...)",
+            hint="copy the news folder again from its source",
+        )
 
 
 def write_claimdiff_news(folder: Path) -> Path:

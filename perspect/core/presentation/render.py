@@ -63,16 +63,32 @@ def highlight(text: str, spans, style: str = "bold underline") -> str:
     return "".join(out)
 
 
-def news_line(n) -> str:
-    """One news sentence for a terminal: relation, outlet · date · title, text with its rationale
-    marked."""
-    colour = "green" if n.relation == "strengthens" else "red"
-    src = " · ".join(str(n.metadata[k]) for k in ("outlet", "date", "title") if n.metadata.get(k))
-    head = f"[{colour}]{n.relation} ({n.probability:.2f})[/]" + (
-        f" [dim]{literal(src)}[/]" if src else ""
+def news_source(n) -> str:
+    """Where a news sentence comes from: outlet (leaning) · date · title, each when known."""
+    outlet = n.metadata.get("outlet")
+    parts = [f"{outlet} ({n.leaning})" if outlet else n.leaning]
+    parts += [str(n.metadata[k]) for k in ("date", "title") if n.metadata.get(k)]
+    return " · ".join(parts)
+
+
+def news_line(n, of_cluster: bool = False) -> str:
+    """One news sentence for a terminal: relation (to the claim, or to its cluster's perspective
+    with `of_cluster`), outlet (leaning) · date · title, text with its rationale marked."""
+    rel, p = (
+        (n.cluster_relation, n.cluster_probability) if of_cluster else (n.relation, n.probability)
     )
+    colour = "green" if rel == "strengthens" else "red"
+    head = f"[{colour}]{rel} ({p:.2f})[/] [dim]{literal(news_source(n))}[/]"
     more = f" [dim]({also_in(n)})[/]" if n.also else ""
     return f"{head}  {highlight(n.text, n.rationale)}{more}"
+
+
+def spread_lines(res) -> list[str]:
+    """The press line ("news: carried by left 4 · centre 1 · right 0") and its warnings, plain."""
+    sp = res.spread
+    if sp.line is None:
+        return []
+    return [f"news: {sp.line}", *(f"⚠ {w}" for w in sp.warnings)]
 
 
 def also_in(n) -> str:
@@ -146,6 +162,7 @@ def to_markdown(res: SearchResult) -> str:
     ]
     if cov.line:
         out += ["", f"> ⚠ {plain(cov.line)}"]
+    out += [f"> {plain(line)}" for line in spread_lines(res)]
     for title, stance in SIDES:
         side = res.side(stance)
         if stance == "unclear" and not side:
@@ -157,12 +174,15 @@ def to_markdown(res: SearchResult) -> str:
             out.append("_none found_")
     if res.news:
         out += ["", "## News", ""]
+        shown = {c.representative.id: c.representative.text for c in res.clusters}
         for n in res.news:
-            src = ", ".join(str(x) for x in (n.metadata.get("outlet"), n.metadata.get("date")) if x)
             words = "; ".join(plain(w) for w in n.rationale_words)
+            on = (
+                f" — {n.cluster_relation} “{plain(shown[n.cluster])}”" if n.cluster in shown else ""
+            )
             out.append(
-                f"- {n.relation} ({n.probability:.2f}){f' [{plain(src)}]' if src else ''}: "
-                f"{plain(n.text)}" + (f" — rationale: _{words}_" if words else "")
+                f"- {n.relation} the claim ({n.probability:.2f}) [{plain(news_source(n))}]: "
+                f"{plain(n.text)}{on}" + (f" — rationale: _{words}_" if words else "")
             )
     if res.related:
         out += ["", "## Related, low confidence (none passed the relevance cut)", ""]
@@ -189,6 +209,10 @@ def print_result(res: SearchResult) -> None:
     )
     if cov.line:
         con.print(f"[yellow]⚠ {literal(cov.line)}[/]")
+    for line in spread_lines(res):
+        con.print(
+            f"[yellow]{literal(line)}[/]" if line.startswith("⚠") else f"[blue]{literal(line)}[/]"
+        )
     if res.second_reading is not None:
         con.print(f"[dim]{literal(res.second_reading.line)}[/]")
     if res.related:  # nothing passed the relevance cut: the near misses, marked as such
@@ -225,6 +249,7 @@ def print_result(res: SearchResult) -> None:
                 else (f"\n[dim]{NO_REASON}[/]" if c.evidence else "")
             )
             mined = "".join(f"\n{line}" for line in _mined_lines(c))
+            mined += "".join(f"\n[blue]▪[/] {news_line(n, True)}" for n in res.news_for(c))
             debate = f"\n[dim cyan]{literal(c.debate.label)}[/]" if c.debate else ""
             t.add_row(
                 f"[{colour}]{bar(c.strength)}[/] {literal(c.representative.text)}\n"
@@ -264,10 +289,12 @@ def _print_news(con, res: SearchResult) -> None:
     from rich.panel import Panel
     from rich.table import Table
 
-    if not res.news:
+    shown = {c.representative.id for c in res.clusters if c.stance != "unclear"}
+    rest = [n for n in res.news if n.cluster not in shown]  # the others are under their cluster
+    if not rest:
         return
     t = Table(show_header=False, box=None, expand=True)
     t.add_column(ratio=1)
-    for n in res.news:
+    for n in rest:
         t.add_row(news_line(n))
-    con.print(Panel(t, title=f"News ({len(res.news)})", border_style="blue"))
+    con.print(Panel(t, title=f"News on the claim ({len(rest)})", border_style="blue"))

@@ -160,10 +160,16 @@ function label(verdict) {
 function newsFor(c) {
   const items = (state.result.news || []).filter((n) => n.cluster === c.representative.id);
   if (!items.length) return null;
-  return el("ul", { class: "cluster-news" }, items.map(newsItem));
+  return el("ul", { class: "cluster-news" }, items.map((n) => newsItem(n, true)));
 }
 
-function newsItem(n) {
+function newsSource(n) {
+  const outlet = n.outlet ? `${n.outlet} (${n.leaning || "unrated"})` : (n.leaning || "unrated");
+  return [outlet, n.date, n.title].filter(Boolean).join(" · ");
+}
+
+function newsItem(n, ofCluster) {
+  const rel = ofCluster && n.cluster_relation ? n.cluster_relation : n.relation;
   const parts = [];
   let at = 0;
   for (const r of n.rationale || []) {
@@ -172,9 +178,10 @@ function newsItem(n) {
     at = r.end;
   }
   parts.push(n.text.slice(at));
-  return el("li", { class: `news ${n.relation}` },
-    el("p", { class: "meta", text: [n.outlet, n.date, n.title].filter(Boolean).join(" · ") }),
-    el("p", {}, el("strong", { text: `${n.relation}: ` }), ...parts));
+  return el("li", { class: `news ${rel}`, "data-leaning": n.leaning || "unrated" },
+    el("p", { class: "meta" }, el("span", { class: `leaning ${n.leaning || "unrated"}`, text: n.leaning || "unrated" }),
+      " ", newsSource(n)),
+    el("p", {}, el("strong", { text: `${rel}${ofCluster ? "" : " the claim"}: ` }), ...parts));
 }
 
 function clusterCard(c, where) {
@@ -214,6 +221,11 @@ function draw(result) {
   $("coverage").textContent = `${cov.support || 0} support · ${cov.oppose || 0} oppose · ${cov.unclear || 0} unclear`;
   $("warning").hidden = !cov.warning;
   $("warning").textContent = cov.warning || "";
+  const spread = result.spread || {};
+  $("spread").hidden = !spread.line;
+  $("spread").textContent = spread.line ? `News: ${spread.line}` : "";
+  $("spread-warning").hidden = !(spread.warnings || []).length;
+  $("spread-warning").textContent = (spread.warnings || []).join("; ");
   for (const side of ["support", "oppose", "unclear"]) $(side).replaceChildren();
   for (const c of result.clusters) {
     const where = c.stance === "support" || c.stance === "oppose" ? c.stance : "unclear";
@@ -225,8 +237,11 @@ function draw(result) {
   $("unclear-box").hidden = !$("unclear").children.length;
   $("related").replaceChildren(...(result.related || []).map((m) => el("li", { text: m.text })));
   $("related-box").hidden = !(result.related || []).length;
-  $("news").replaceChildren(...(result.news || []).map(newsItem));
-  $("news-box").hidden = !(result.news || []).length;
+  // the news under a sided cluster is shown there; the rest bears on the claim alone
+  const sided = new Set(result.clusters.filter((c) => c.stance !== "unclear").map((c) => c.representative.id));
+  const rest = (result.news || []).filter((n) => !sided.has(n.cluster));
+  $("news").replaceChildren(...rest.map((n) => newsItem(n, false)));
+  $("news-box").hidden = !rest.length;
   const link = `/?index=${encodeURIComponent(state.index || "")}&claim=${encodeURIComponent(result.claim)}`;
   $("link").href = link;
   history.replaceState(null, "", link);
@@ -291,7 +306,8 @@ function markdown(r) {
     }
     lines.push("");
   }
-  for (const n of r.news || []) lines.push(`- news (${n.relation}): ${n.text} (${n.outlet || ""} ${n.date || ""})`);
+  if (r.spread && r.spread.line) lines.push(`News: ${r.spread.line}`);
+  for (const n of r.news || []) lines.push(`- news (${n.relation}): ${n.text} (${n.outlet || ""}, ${n.leaning || "unrated"}, ${n.date || ""})`);
   return lines.join("\n") + "\n";
 }
 

@@ -1,0 +1,109 @@
+"""The news relation a search shows (issue 73): does a news sentence strengthen or weaken a claim
+(or a perspective), read by the argument trunk's heads under a stack fitted on the judged news
+pairs (perspect.lab.news_fit, docs/judged-set.md).
+
+Why a stack over the heads and not the ClaimDiff head alone: ClaimDiff was taught on pairs of
+articles about one event, where "strengthens" means "confirms a detail"; a reader's
+"strengthens" is "argues for", which the bearing head (claim, text: for / against / no side / off
+topic) learnt from the judges and the stance and argument heads from the debates. All of them
+come from the one top pass a pair costs (`every_head`, claim first), so the stack costs a search
+nothing the ClaimDiff head alone would not. Same interface as the comparator (`compare` over
+(sentence, claim) pairs): the news stage asks one question of whichever judge the bundle ships.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perspect.reranker.comparator import Relation
+
+CACHED = 20_000  # sentences whose lower states are kept (about 50 MB at 30 tokens each)
+# the columns a stack may read: (head, column) of the claim -> sentence pass
+COLUMNS = {
+    "bear_for": ("bearing", 0),
+    "bear_against": ("bearing", 1),
+    "bear_noside": ("bearing", 2),
+    "bear_off": ("bearing", 3),
+    "stance": ("stance", None),
+    "arg_for": ("argument", 0),
+    "arg_against": ("argument", 1),
+}
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-5, 1 - 1e-5)
+    return np.log(p / (1 - p))
+
+
+def columns(heads: dict[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
+    """The stack's inputs from `every_head`'s output: each named column, as a logit."""
+    cols = []
+    for name in names:
+        head, j = COLUMNS[name]
+        v = heads[head]
+        cols.append(v.reshape(-1) if j is None else v[:, j])
+    return logit(np.stack(cols, 1))
+
+
+class NewsJudge:
+    """strengthen / weaken / neither of (sentence, claim) pairs: a multinomial stack over the
+    trunk's heads, shown where the likelier of strengthen and weaken clears `shown_at` (fitted for
+    precision on held-out claims)."""
+
+    reads_negation = False  # the stack was fitted as it is, without the negation rule
+
+    def __init__(self, trunk, decision: dict[str, Any]):
+        self.trunk = trunk
+        self.features = tuple(decision["features"])
+        self.weights = np.asarray(decision["weights"], dtype=np.float64)  # (3, features)
+        self.bias = np.asarray(decision["bias"], dtype=np.float64)
+        self.shown_at = float(decision["shown_at"])
+        self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @classmethod
+    def of(cls, trunk) -> NewsJudge | None:
+        """The judge of a trunk with a bearing head and a fitted news stack, else None."""
+        if trunk is None or "bearing" not in trunk.heads:
+            return None
+        decision = (trunk.manifest.get("decisions") or {}).get("news_stack")
+        return cls(trunk, decision) if decision else None
+
+    def for_inference(self) -> NewsJudge:
+        return self
+
+    def lower(self, texts: Sequence[str]) -> list[np.ndarray]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._lower]
+        if todo:
+            self._lower.update(zip(todo, self.trunk.lower(todo), strict=True))
+            while len(self._lower) > CACHED:
+                self._lower.popitem(last=False)
+        for t in texts:
+            self._lower.move_to_end(t)
+        return [self._lower[t] for t in texts]
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]], batch: int = 64) -> np.ndarray:
+        """(n, 3): P(neither, strengthen, weaken) of each (sentence, claim) pair."""
+        if not pairs:
+            return np.zeros((0, 3))
+        claims = self.lower([c for _, c in pairs])
+        sents = self.lower([s for s, _ in pairs])
+        x = columns(self.trunk.every_head(claims, sents, batch), self.features)
+        z = x @ self.weights.T + self.bias
+        z = np.exp(z - z.max(1, keepdims=True))
+        return z / z.sum(1, keepdims=True)
+
+    def compare(
+        self, pairs: Sequence[tuple[str, str]], setting: str = "doc", batch_size: int = 64
+    ) -> list[Relation]:
+        """The relation of each (sentence, claim) pair: the likelier of strengthen and weaken
+        where it clears the cut, else neither. `setting` is the comparator's; one cut serves."""
+        out = []
+        for pn, ps, pw in self.probabilities(pairs, batch_size):
+            top = "strengthen" if ps >= pw else "weaken"
+            rel = top if max(ps, pw) >= self.shown_at else "neither"
+            out.append(Relation(float(ps), float(pw), float(pn), rel, ()))
+        return out
