@@ -36,6 +36,28 @@ def pools(data: Path, n_persp: int, n_ev: int, out: Path):
     return [Source("perspectives", pf), Source("evidence", ef)]
 
 
+def news_slice(n_sentences: int, out: Path) -> tuple[object, int]:
+    """The first AllSides articles (../shared/data/news) up to `n_sentences` sentences, as a news
+    source: a slice of the pool whose whole the dense pass would take hours for (issue 73)."""
+    import gzip
+
+    from perspect.api import Source
+    from perspect.indexer.news import split_sentences
+
+    path = ROOT.parent / "shared" / "data" / "news" / "allsides_articles.jsonl.gz"
+    rows, n = [], 0
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            art = json.loads(line)
+            rows.append(line)
+            n += len(split_sentences(art["text"]))
+            if n >= n_sentences:
+                break
+    nf = out / "news.jsonl"
+    nf.write_text("".join(rows))
+    return Source("news", nf), n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--perspectives", type=int, default=1000)
@@ -44,6 +66,7 @@ def main() -> None:
     ap.add_argument("--retrievers", default="bm25,dense")
     ap.add_argument("--cpus", type=int, default=1, help="CPUs a node offers (one actor each)")
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "perspectrum")
+    ap.add_argument("--news", type=int, default=0, help="AllSides sentences to add as news")
     a = ap.parse_args()
     try:
         import ray
@@ -60,6 +83,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="ray_bench_"))
     src = pools(a.data, a.perspectives, a.evidence, work)
+    if a.news:
+        news, n_news = news_slice(a.news, work)
+        src.append(news)
+        print(f"news: {n_news:,} sentences", flush=True)
     config = api.index_config(a.retrievers.split(","))
     rows = []
     t0 = time.perf_counter()
@@ -81,7 +108,8 @@ def main() -> None:
         if ray.is_initialized():
             ray.shutdown()
         c.shutdown()
-    print(f"\n{a.perspectives} perspectives, {a.evidence} paragraphs, {a.retrievers}, states")
+    print(f"\n{a.perspectives} perspectives, {a.evidence} paragraphs, {a.news} news sentences, "
+          f"{a.retrievers}, states")  # fmt: skip
     print("| build | seconds | vs embedded |\n|---|---|---|")
     for name, s in rows:
         print(f"| {name} | {s:.1f} | {100 * (s / embedded - 1):+.0f} % |")

@@ -45,6 +45,7 @@ class Article:
     title: str | None = None
     outlet: str | None = None
     date: str | None = None
+    leaning: str | None = None  # the outlet's, as the reader gave it (news add --leaning)
 
     @property
     def content_hash(self) -> str:
@@ -58,6 +59,7 @@ class Article:
             "title": self.title,
             "outlet": self.outlet,
             "date": self.date,
+            "leaning": self.leaning,
         }
         return {k: v for k, v in rec.items() if v is not None}
 

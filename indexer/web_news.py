@@ -84,8 +84,8 @@ def from_object(rec: Any, where: str) -> Article | Outcome:
     text = rec.get("text")
     if not isinstance(text, str) or not text.strip():
         return Outcome(where, "empty", "article has no text", title=rec.get("title"))
-    for key in ("id", "url", "title", "outlet", "source", "date"):
-        kinds = str if key == "url" else str | int  # a URL is parsed, never a number
+    for key in ("id", "url", "title", "outlet", "source", "date", "leaning"):
+        kinds = str if key in ("url", "leaning") else str | int  # a URL is parsed, never a number
         if rec.get(key) is not None and not isinstance(rec[key], kinds):
             return Outcome(where, "bad", f"'{key}' must be a string")
     for key in ("text", "id", "url", "title", "outlet", "source", "date"):
@@ -102,6 +102,7 @@ def from_object(rec: Any, where: str) -> Article | Outcome:
         title=rec.get("title"),
         outlet=rec.get("outlet") or rec.get("source"),
         date=None if rec.get("date") is None else str(rec["date"]),
+        leaning=rec.get("leaning"),
     )
 
 
@@ -282,13 +283,21 @@ def add_news(
     wait: float = 60.0,
     on_write: Callable[[], None] | None = None,
     pool: str = "news",
+    leaning: str | None = None,
 ) -> NewsReport:
     """Fetch, extract and de-duplicate `inputs`, then add the new articles to the news pool of
     index `name` (`pool`: or to the reader's documents, which a search mines for perspectives).
     `timeout`: seconds per URL, the whole fetch; `budget`: seconds for fetching them all (None:
     no limit; the write that follows is not cut short); `wait`: seconds to wait for another
-    writer of the index (IndexBusy after)."""
+    writer of the index (IndexBusy after); `leaning`: the outlets' leaning (left, centre, right)
+    for the articles that name none, "unrated" where neither does."""
     from perspect.indexer.indexer import Indexer, Source
+    from perspect.indexer.news import leaning_of
+
+    if leaning is not None and leaning_of(leaning) == "unrated" and leaning != "unrated":
+        raise PerspectError(
+            f"unknown leaning {leaning!r}", hint="left, centre (or center), right or unrated"
+        )
 
     if not inputs:
         raise PerspectError("no news to add", hint="pass URLs of pages or feeds, or articles")
@@ -317,7 +326,16 @@ def add_news(
         return NewsReport(name, live, tuple(outcomes))
     with tempfile.TemporaryDirectory(prefix="perspect-news-") as tmp:
         path = Path(tmp) / f"news-add-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
-        lines = [json.dumps({**a.record(), "content_hash": a.content_hash}) for a in fresh]
+        lines = [
+            json.dumps(
+                {
+                    **a.record(),
+                    "leaning": leaning_of(a.leaning or leaning),
+                    "content_hash": a.content_hash,
+                }
+            )
+            for a in fresh
+        ]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         deadline = time.monotonic() + wait
         indexer = Indexer(name, home=root, reporter=reporter, skip_bad=True)

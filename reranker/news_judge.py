@@ -31,6 +31,14 @@ COLUMNS = {
     "stance": ("stance", None),
     "arg_for": ("argument", 0),
     "arg_against": ("argument", 1),
+    "arg_neither": ("argument", 2),
+    "nli_entail": ("nli", 0),
+    "nli_neutral": ("nli", 1),
+    "nli_contradict": ("nli", 2),
+    "equivalence": ("equivalence", None),
+    "cd_neither": ("claimdiff", 0),
+    "cd_strengthen": ("claimdiff", 1),
+    "cd_weaken": ("claimdiff", 2),
 }
 
 
@@ -51,8 +59,11 @@ def columns(heads: dict[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
 
 class NewsJudge:
     """strengthen / weaken / neither of (sentence, claim) pairs: a multinomial stack over the
-    trunk's heads, shown where the likelier of strengthen and weaken clears `shown_at` (fitted for
-    precision on held-out claims)."""
+    trunk's heads; a sentence is shown where P(strengthen) + P(weaken) (it bears on the claim)
+    clears `shown_at`, fitted for precision on held-out claims, as the likelier of the two. Why
+    the sum and not the larger one: on the judged pairs the most confident single relations were
+    mostly wrong about the direction, while the sum ranks what bears on the claim best (bench
+    figures in perspect.lab.news_fit's report)."""
 
     reads_negation = False  # the stack was fitted as it is, without the negation rule
 
@@ -104,6 +115,6 @@ class NewsJudge:
         out = []
         for pn, ps, pw in self.probabilities(pairs, batch_size):
             top = "strengthen" if ps >= pw else "weaken"
-            rel = top if max(ps, pw) >= self.shown_at else "neither"
+            rel = top if ps + pw >= self.shown_at else "neither"
             out.append(Relation(float(ps), float(pw), float(pn), rel, ()))
         return out

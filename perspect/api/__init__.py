@@ -455,6 +455,7 @@ def add_news(
     budget: float | None = None,
     wait: float = 60.0,
     pool: str = "news",
+    leaning: str | None = None,
 ) -> NewsReport:
     """Fetch pages and RSS/Atom feeds (URLs) or take article objects, de-duplicate them by URL
     and text, and add the new ones to the news pool of `name` (perspect.indexer.web_news; `pool`
@@ -462,12 +463,13 @@ def add_news(
     dead URL, a page that is not HTML or an empty article is one outcome of the report; the
     rest still goes in; a URL already indexed is not fetched. `timeout`: seconds per URL (the
     whole fetch); `budget`: seconds for all the fetching (None: no limit), what it leaves is
-    one "skipped" outcome each; `wait`: seconds to wait for another writer of the index."""
+    one "skipped" outcome each; `wait`: seconds to wait for another writer of the index;
+    `leaning`: the outlets' leaning for articles that give none ("unrated" where not given)."""
     from perspect.indexer.web_news import add_news as run
 
     return run(
         name, inputs, home=home, reporter=reporter, timeout=timeout, budget=budget, wait=wait,
-        pool=pool,
+        pool=pool, leaning=leaning,
     )  # fmt: skip
 
 

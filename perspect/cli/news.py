@@ -22,6 +22,7 @@ def cmd_news_add(args: argparse.Namespace) -> int:
             reporter=rep,
             timeout=args.timeout,
             budget=args.budget,
+            leaning=args.leaning,
         )
     if args.json:
         print(json_text(report.to_json()))
@@ -59,6 +60,12 @@ def register(sub) -> None:
         type=float,
         default=300.0,
         help="seconds for fetching everything (default 300); what is left is reported, not fetched",
+    )
+    a.add_argument(
+        "--leaning",
+        metavar="LEANING",
+        help="the outlets' leaning: left, centre or right (default: unrated); an answer counts "
+        "which leanings carry each perspective",
     )
     a.add_argument("--json", action="store_true", help="print the report as JSON")
     a.add_argument("-q", "--quiet", action="store_true", help="no progress bars")

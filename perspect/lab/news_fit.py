@@ -83,16 +83,18 @@ def paragraph_sentences_of(art: dict) -> dict[int, str]:
 def features(trunk, pairs: list[tuple[str, str]], batch: int = 64) -> np.ndarray:
     """Per (claim, sentence): the stack's columns (reranker.news_judge.COLUMNS) from the one
     claim -> sentence pass a search pays."""
-    from perspect.reranker.news_judge import COLUMNS, columns
+    from perspect.reranker.news_judge import columns
 
     texts = list(dict.fromkeys(t for p in pairs for t in p))
     lower = dict(zip(texts, trunk.lower(texts), strict=True))
     heads = trunk.every_head([lower[c] for c, _ in pairs], [lower[s] for _, s in pairs], batch)
-    return columns(heads, list(COLUMNS))
+    return columns(heads, FEATURES)
 
 
 FEATURES = (
     "bear_for", "bear_against", "bear_noside", "bear_off", "stance", "arg_for", "arg_against",
+    "arg_neither", "nli_entail", "nli_neutral", "nli_contradict", "equivalence", "cd_neither",
+    "cd_strengthen", "cd_weaken",
 )  # fmt: skip
 
 
@@ -100,7 +102,7 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]
     from sklearn.linear_model import LogisticRegression
 
     mu, sd = x.mean(0), x.std(0) + 1e-6
-    lr = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((x - mu) / sd, y)
+    lr = LogisticRegression(C=c, max_iter=4000).fit((x - mu) / sd, y)
     w = lr.coef_ / sd
     b = lr.intercept_ - (lr.coef_ * (mu / sd)).sum(1)
     return w, b
@@ -113,10 +115,10 @@ def probs(w: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def shown_at(p: np.ndarray, y: np.ndarray, cut: float) -> dict:
-    """What a cut shows: a sentence whose likelier relation (strengthen / weaken) clears `cut`."""
+    """What a cut shows (reranker.news_judge): a sentence whose P(strengthen) + P(weaken) clears
+    `cut`, as the likelier of the two."""
     rel = 1 + p[:, 1:].argmax(1)
-    top = p[:, 1:].max(1)
-    shown = top >= cut
+    shown = p[:, 1:].sum(1) >= cut
     right = (rel == y) & shown
     n = int(shown.sum())
     pos = int((y > 0).sum())
@@ -129,13 +131,15 @@ def shown_at(p: np.ndarray, y: np.ndarray, cut: float) -> dict:
     }
 
 
-def precision_cut(p: np.ndarray, y: np.ndarray, precision: float, least: int = 8) -> float:
-    """The lowest cut whose shown sentences (at least `least`) are right at `precision`."""
-    for cut in np.arange(0.30, 0.99, 0.01):
-        got = shown_at(p, y, cut)
-        if got["shown"] >= least and got["precision"] >= precision:
-            return float(cut)
-    return 1.01
+def precision_cut(p: np.ndarray, y: np.ndarray, precision: float, least: int = 20) -> float:
+    """The lowest cut whose shown sentences (at least `least`) are right at `precision`; where
+    none is, the cut of the best precision over at least `least` shown (said in the report)."""
+    grid = [shown_at(p, y, float(c)) for c in np.arange(0.05, 0.99, 0.01)]
+    grid = [g for g in grid if g["shown"] >= least]
+    for g in grid:
+        if g["precision"] >= precision:
+            return g["cut"]
+    return max(grid, key=lambda g: (g["precision"], -g["cut"]))["cut"] if grid else 1.01
 
 
 def main(argv=None) -> int:
@@ -149,7 +153,7 @@ def main(argv=None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     got = rows()
     pairs = [(r["claim"], r["text"]) for r in got]
-    key = hashlib.sha1(json.dumps([pairs, str(args.argument)]).encode()).hexdigest()[:12]
+    key = hashlib.sha1(json.dumps([pairs, str(args.argument), FEATURES]).encode()).hexdigest()[:12]
     cache = args.work / f"features-{key}.npz"
     if cache.exists():
         x = np.load(cache)["x"]
@@ -165,7 +169,7 @@ def main(argv=None) -> int:
     print(f"{len(got)} pairs (neither, strengthen, weaken):", counts)
     tr, tu, rp = (split == s for s in ("train", "tune", "report"))
     best = None
-    for c in (0.01, 0.03, 0.1, 0.3, 1.0):
+    for c in (0.03, 0.1, 0.3, 1.0):
         w, b = fit(x[tr], y[tr], c)
         p = probs(w, b, x[tu])
         ll = float(-np.log(p[np.arange(len(p)), y[tu]] + 1e-9).mean())
@@ -180,8 +184,8 @@ def main(argv=None) -> int:
         "rows": {"train": int(tr.sum()), "tune": int(tu.sum()), "report": int(rp.sum())},
         "tune": shown_at(probs(w, b, x[tu]), y[tu], cut),
         "report": shown_at(probs(w, b, x[rp]), y[rp], cut),
-        "curve_tune": [shown_at(probs(w, b, x[tu]), y[tu], k) for k in (0.5, 0.6, 0.7, 0.8, 0.9)],
-        "curve_report": [shown_at(probs(w, b, x[rp]), y[rp], k) for k in (0.5, 0.6, 0.7, 0.8)],
+        "curve_tune": [shown_at(probs(w, b, x[tu]), y[tu], k) for k in (0.2, 0.3, 0.4, 0.5, 0.6)],
+        "curve_report": [shown_at(probs(w, b, x[rp]), y[rp], k) for k in (0.2, 0.3, 0.4, 0.5)],
     }
     print(json.dumps(report, indent=1))
     (args.work / "news_stack.json").write_text(json.dumps(report, indent=1) + "\n")

@@ -126,7 +126,7 @@ class EngineConfig:
     news_clusters: int = 6
     # each of those clusters' own news: sentences retrieved by its perspective's words, judged
     # against it, at most `news_per_cluster_most` shown under it (issue 73)
-    news_per_cluster: int = 6
+    news_per_cluster: int = 4
     news_per_cluster_most: int = 2
     # relatedness gate before the comparator: cosine of the dense vectors (sentence, claim). The
     # comparator never saw pairs from different stories and calls some of them "strengthen". On
@@ -434,6 +434,15 @@ class Engine:
                     related = ()  # an answer after all: no near misses shown instead
                 t = step("mining", 0.92, t)
 
+            if news_job is not None:  # the clusters' own news beside their evidence: it reads
+                # their representatives and sides, which the evidence does not change
+                top, claim_news = clusters[: cfg.news_clusters], news_job
+
+                def cluster_news() -> list:
+                    return self.news_stage.with_clusters(claim_news.result(), top)
+
+                news_job = background.Pending("perspect-news", self.searcher.carried(cluster_news))
+                aside.append(news_job)
             clusters = self.evidence_stage(clusters, links.result())
             t = step("evidence", 0.95, t)
             if self.pool_reasons.active:
@@ -442,9 +451,7 @@ class Engine:
 
             news = []
             if news_job is not None:
-                news = self.news_stage.with_clusters(
-                    news_job.result(), clusters[: cfg.news_clusters]
-                )
+                news = news_job.result()
                 t = step("news", 0.98, t)
         finally:
             for job in aside:  # a cancelled or failed search leaves nothing running

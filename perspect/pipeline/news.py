@@ -66,8 +66,8 @@ class News:
         return self.with_clusters(self.about_claim(claim), clusters)
 
     def _retrieve(self, query: str, k: int) -> tuple[tuple[Hit, ...], Any]:
-        """The top `k` news sentences a reader can judge alone (a headline fragment, a byline
-        or "Collapse A city without cars?" is not news that argues anything), gated by their
+        """The top `k` news sentences a reader can judge alone (a headline fragment, a byline,
+        a question: "Collapse A city without cars?" is not news that argues anything), gated by their
         dense cosine to the query where the pool has vectors."""
         got = self.searcher.hybrid(query, "news", k, self.depth, self.rrf_k)
         hits = tuple(h for h in got.hits.hits if _readable(h.text))
@@ -180,7 +180,9 @@ MIN_WORDS = 6
 
 
 def _readable(text: str) -> bool:
-    return len(text.split()) >= MIN_WORDS
+    """A sentence that can argue: some words, and not a question (a question asserts nothing,
+    and judges never read one as strengthening or weakening a claim)."""
+    return len(text.split()) >= MIN_WORDS and not text.rstrip(" \"'”’)").endswith("?")
 
 
 def one_sided(judge, sentences: Sequence[str], claim: str) -> list[Relation]:

@@ -226,7 +226,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     ) -> dict[str, Any]:
         """Fetch and add news (the report of `perspect news add --json`). Adds to one index
         are serialised by its writer lock: each waits for the one before, none is lost."""
-        return await add(name, body.articles, "news")
+        return await add(name, body.articles, "news", body.leaning)
 
     @app.post("/indexes/{name}/documents", responses=responses(400, 404, 422, 503))
     async def add_documents(
@@ -242,7 +242,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         the report of `perspect news add --json`."""
         return await add(name, body.articles, "documents")
 
-    async def add(name: str, articles: list, pool: str) -> dict[str, Any]:
+    async def add(
+        name: str, articles: list, pool: str, leaning: str | None = None
+    ) -> dict[str, Any]:
         check_name(name)
         loop = asyncio.get_running_loop()
         report = await loop.run_in_executor(
@@ -255,6 +257,7 @@ def create_app(config: ServeConfig) -> FastAPI:
                 budget=config.time_budget_s,  # for fetching; the write is not cut short
                 wait=config.writer_wait_s,
                 pool=pool,
+                leaning=leaning,
             ),
         )
         return report.to_json()

@@ -139,7 +139,12 @@ def requests(max_claim_chars: int, max_k: int, max_news_inputs: int) -> Requests
             min_length=1,
             max_length=max_news_inputs,
             description="URLs of pages or RSS/Atom feeds, or article objects (title, outlet, "
-            "date, url, text); what cannot be added is one line of the report, not an error",
+            "date, url, leaning, text); what cannot be added is one line of the report, not an "
+            "error",
+        )
+        leaning: Literal["left", "centre", "center", "right", "unrated"] | None = Field(
+            default=None,
+            description="the outlets' leaning, for articles that name none (default unrated)",
         )
 
     class JobRequest(_Strict):

@@ -1,0 +1,285 @@
+"""The news a reader meets (issue 73), judged with the judged set's form: every news sentence an
+answer shows under a perspective (or under the claim), against that perspective (or the claim):
+strengthens / weakens / neither, by two judges apart, blind to the relation shown. For claims
+written for the reader bench (none tuned on).
+
+    python bench/news.py run --index default --label news-after [--home DIR]
+    python bench/news.py items --out DIR        # unjudged shown news, as judge batches
+    python bench/news.py tally --judgments DIR  # (bench/bearing.py's tally: one label file)
+    python bench/news.py score                  # claims with news, two leanings, precision
+    python bench/news.py add --index default [--home DIR] [--articles 500]  # a day's news
+    python bench/news.py cost --index default [--home DIR]  # a search with news and without
+
+Prints per run: the claims with news, with news from two rated leanings, the sentences shown and
+the share of them a judge reads as the relation shown (right), the search's p50/p95 with the news
+pool. Runs are kept in bench/judged/runs/ as ids, relations and leanings (the texts are
+third-party, kept outside the repository like bench/bearing.py's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.bearing import RUNS, TEXTS, _key, _labels, tally  # noqa: E402
+from bench.reader import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
+
+
+def run(args) -> int:
+    from perspect.api import Perspect
+
+    out = []
+    with Perspect.open(args.index, home=args.home) as p:
+        if args.baseline:  # the previous main's news: the relation model's cuts, the claim's only
+            from perspect.reranker.relation_judge import RelationJudge
+
+            stage = p.engine().news_stage
+            stage.comparator, stage.per_cluster = RelationJudge.of(p.engine().relation), 0
+        p.search(CLAIMS[0], k=args.k)  # warm: the first search of a process loads the models
+        for claim in CLAIMS + ARGUMENT_CLAIMS:
+            res = p.search(claim, k=args.k)
+            shown = {c.representative.id: c for c in res.clusters}
+            news = []
+            for n in res.news:
+                c = shown.get(n.cluster) if n.cluster else None
+                target = c.representative.text if c is not None and c.stance != "unclear" else None
+                news.append({
+                    "id": n.id, "text": n.text, "title": n.metadata.get("title") or "",
+                    "target": target or claim,
+                    "relation": n.cluster_relation if target else n.relation,
+                    "leaning": n.leaning, "outlet": n.metadata.get("outlet"),
+                })  # fmt: skip
+            out.append({"claim": claim, "news": news, "spread": res.spread.to_json(),
+                        "took_ms": res.took_ms, "clusters": len(res.clusters)})  # fmt: skip
+            print(f"{claim[:60]}: {len(news)} news, {res.spread.line}", flush=True)
+    TEXTS.mkdir(parents=True, exist_ok=True)
+    (TEXTS / f"{args.label}.json").write_text(json.dumps(out, indent=0) + "\n")
+    RUNS.mkdir(parents=True, exist_ok=True)
+    ids = [{**a, "news": [{"id": n["id"], "relation": n["relation"], "leaning": n["leaning"],
+                           "key": "rn:" + _key(n["target"], n["text"])} for n in a["news"]]}
+           for a in out]  # fmt: skip
+    path = RUNS / f"{args.label}.json"
+    path.write_text(json.dumps(ids, indent=0) + "\n")
+    print(f"-> {path} (texts: {TEXTS})")
+    return 0
+
+
+def items(args) -> int:
+    import random
+
+    known = _labels()
+    todo = {}
+    for path in sorted(TEXTS.glob("news-*.json")):
+        for a in json.loads(path.read_text()):
+            for n in a["news"]:
+                key = "rn:" + _key(n["target"], n["text"])
+                if key not in known:
+                    todo[key] = {"id": key, "q": "cn", "claim": n["target"], "title": n["title"],
+                                 "sentence": n["text"]}  # fmt: skip
+    todo = list(todo.values())
+    args.out.mkdir(parents=True, exist_ok=True)
+    for rep in (0, 1):
+        order = list(todo)
+        random.Random(rep + 73).shuffle(order)
+        for n in range(0, len(order), args.size):
+            path = args.out / f"reader-{rep}-{n // args.size:02d}.jsonl"
+            path.write_text(
+                "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in order[n : n + args.size])
+            )
+            print(path)
+    return 0
+
+
+def score(args) -> int:
+    import numpy as np
+
+    labels = _labels()
+    verb = {"strengthens": "strengthens", "weakens": "weakens"}
+    print("| run | claims | with news | two leanings | shown | judged | right | neither | "
+          "opposite | p50 ms | p95 ms |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in sorted(RUNS.glob("news-*.json")):
+        rows = json.loads(path.read_text())
+        with_news = sum(bool(a["news"]) for a in rows)
+        two = sum(len({n["leaning"] for n in a["news"]} - {"unrated"}) >= 2 for a in rows)
+        shown = [n for a in rows for n in a["news"]]
+        judged = [(n, labels[n["key"]]) for n in shown if n["key"] in labels]
+        right = sum(verb.get(lab) == n["relation"] for n, lab in judged)
+        neither = sum(lab == "neither" for _, lab in judged)
+        took = np.array([a["took_ms"] for a in rows])
+        k = max(1, len(judged))
+        print(f"| {path.stem} | {len(rows)} | {with_news} ({with_news / len(rows):.0%}) | "
+              f"{two} ({two / len(rows):.0%}) | {len(shown)} | {len(judged)} | "
+              f"{right / k:.1%} | {neither / k:.1%} | {(len(judged) - right - neither) / k:.1%} | "
+              f"{np.percentile(took, 50):.0f} | {np.percentile(took, 95):.0f} |")  # fmt: skip
+    return 0
+
+
+def cost(args) -> int:
+    """A search's time with the news stage and without, on the same index in one warm process,
+    claim by claim, the order alternating (each claim's first search in both: different claims
+    for the two, so neither reads the other's kept states)."""
+    import numpy as np
+
+    from perspect.api import Perspect
+
+    claims = CLAIMS + ARGUMENT_CLAIMS
+    times: dict[str, list[float]] = {"with news": [], "without news": []}
+    with Perspect.open(args.index, home=args.home) as p:
+        stage = p.engine().news_stage
+        judge = stage.comparator
+        p.search("Warm-up: the first search loads the models", k=args.k)
+        for i, claim in enumerate(claims):
+            on = i % 2 == 0
+            stage.comparator = judge if on else None
+            times["with news" if on else "without news"].append(p.search(claim, k=args.k).took_ms)
+    for k, v in times.items():
+        print(f"{k}: {len(v)} searches, p50 {np.percentile(v, 50):.0f} ms, "
+              f"p95 {np.percentile(v, 95):.0f} ms")  # fmt: skip
+    return 0
+
+
+def day_of_news(n: int, data: Path) -> list[dict]:
+    """`n` real articles none of the pools holds: PolitiFact rulings (PolitiHop, ../shared), each
+    with a leaning so that the add exercises it."""
+    import csv
+
+    csv.field_size_limit(1 << 30)
+    out = []
+    for name in ("politihop_valid.tsv", "politihop_train.tsv"):
+        with open(data / name, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f, delimiter="\t"):
+                sents = json.loads(row["ruling"]) if row["ruling"].startswith("[") else []
+                if len(sents) >= 5 and len(out) < n:
+                    out.append({"id": f"day-{row['article_id']}", "title": row["statement"][:120],
+                                "outlet": "PolitiFact", "leaning": "centre", "date": "2020-12-01",
+                                "text": "\n\n".join(" ".join(sents[i : i + 4])
+                                                      for i in range(0, len(sents), 4))})  # fmt: skip
+    return out
+
+
+def add(args) -> int:
+    """A day's news added with `perspect index add --news` to a copy of the index while two
+    clients search it through `perspect serve`: the add's time, when its sentences are found,
+    and the clients' searches meanwhile (none may fail)."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+    import threading
+    import time
+
+    import httpx
+    import numpy as np
+
+    arts = day_of_news(args.articles, args.data)
+    work = Path(tempfile.mkdtemp(prefix="perspect-news-add-"))
+    src = Path(args.home or ROOT / "indexes") / args.index
+    shutil.copytree(src, work / args.index, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("*.lock", "LOCK"))  # fmt: skip
+    day = work / "day.jsonl"
+    day.write_text("".join(json.dumps(a) + "\n" for a in arts))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    perspect = str(Path(sys.executable).with_name("perspect"))
+    server = subprocess.Popen([perspect, "serve", "--index", args.index, "--home", str(work),
+                               "--port", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        stop, took, errors = threading.Event(), [], []
+
+        def client(i: int) -> None:
+            claims = CLAIMS + ARGUMENT_CLAIMS
+            j = i
+            while not stop.is_set():
+                t = time.perf_counter()
+                r = httpx.post(
+                    f"{url}/search", json={"claim": claims[j % len(claims)]}, timeout=120
+                )
+                (took if r.status_code == 200 else errors).append(time.perf_counter() - t)
+                j += 2
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(5)
+        probe = json.loads(day.read_text().splitlines()[-1])["text"].split("\n\n")[0][:200]
+        t0 = time.perf_counter()
+        proc = subprocess.run([perspect, "index", "add", "--name", args.index, "--home", str(work),
+                               "--news", str(day), "-q", "--skip-bad"], capture_output=True,
+                              text=True)  # fmt: skip
+        added = time.perf_counter() - t0
+        found = None
+        while time.perf_counter() - t0 < 300 and found is None:
+            r = httpx.post(f"{url}/search", json={"claim": probe, "pool": "news",
+                                                  "retriever": "bm25", "k": 3}, timeout=60)  # fmt: skip
+            hits = r.json().get("hits", []) if r.status_code == 200 else []
+            if any(h["id"].startswith("day-") for h in hits):
+                found = time.perf_counter() - t0
+            else:
+                time.sleep(0.5)
+        during = len(took)
+        stop.set()
+        for t in threads:
+            t.join()
+        print(json.dumps({
+            "articles": len(arts), "add_exit": proc.returncode, "add_s": round(added, 1),
+            "searchable_after_s": None if found is None else round(found, 1),
+            "client_searches": during, "client_errors": len(errors),
+            "client_p50_ms": round(float(np.percentile(took, 50)) * 1000) if took else None,
+            "client_p95_ms": round(float(np.percentile(took, 95)) * 1000) if took else None,
+            "add_stderr": proc.stderr.strip()[-300:],
+        }))  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(30)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--index", default="default")
+    r.add_argument("--home", type=Path, default=None)
+    r.add_argument("--label", required=True, help="news-<name> (score reads runs named so)")
+    r.add_argument("--k", type=int, default=10)
+    r.add_argument("--baseline", action="store_true", help="the previous main's news stage")
+    i = sub.add_parser("items")
+    i.add_argument("--out", type=Path, required=True)
+    i.add_argument("--size", type=int, default=250)
+    t = sub.add_parser("tally")
+    t.add_argument("--judgments", type=Path, required=True)
+    sub.add_parser("score")
+    c = sub.add_parser("cost")
+    c.add_argument("--index", default="default")
+    c.add_argument("--home", type=Path, default=None)
+    c.add_argument("--k", type=int, default=10)
+    a = sub.add_parser("add")
+    a.add_argument("--index", default="default")
+    a.add_argument("--home", type=Path, default=None)
+    a.add_argument("--articles", type=int, default=500)
+    a.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "politihop")
+    args = ap.parse_args()
+    return {"run": run, "items": items, "tally": tally, "score": score, "add": add, "cost": cost}[
+        args.cmd
+    ](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
