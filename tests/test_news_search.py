@@ -16,6 +16,7 @@ ARTICLES = [
         "id": "a1",
         "title": "Shelters report record adoptions",
         "outlet": "Daily Planet",
+        "leaning": "left",
         "date": "2024-05-01",
         "text": "Animal shelters report record adoptions this spring. Animals feel pain and fear "
         "when abandoned, vets say.\n\nThe city council will vote on a new law in June.",
@@ -24,6 +25,7 @@ ARTICLES = [
         "id": "a2",
         "title": "Stadium opens",
         "outlet": "Sports Weekly",
+        "leaning": "lean right",
         "date": "2024-05-02",
         "text": "The new stadium opened with a concert. Tickets sold out in an hour.",
     },
@@ -75,6 +77,31 @@ def test_search_ties_news_to_the_claim_and_a_cluster(
     assert set(j) >= {"id", "text", "relation", "probability", "rationale", "cluster", "outlet"}
     for r in j["rationale"]:
         assert j["text"][r["start"] : r["end"]] == r["text"]
+
+
+def test_each_cluster_shows_its_news_and_the_press_line(
+    news_index, tiny_pair_model, tiny_base, tmp_path, monkeypatch
+):
+    """A sided cluster's own news (retrieved by its words) sits under it with its outlet's
+    leaning; the answer counts the clusters each leaning carries, in every front door."""
+    from perspect.api import Perspect
+    from perspect.core.presentation.render import to_markdown
+
+    monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
+    with Perspect.open("withnews", home=news_index, model=tiny_pair_model) as p:
+        res = p.search("Animals feel pain and need legal protection")
+    sided = [c for c in res.clusters if c.stance in ("support", "oppose")]
+    assert sided and any(res.news_for(c) for c in sided)
+    assert {n.leaning for n in res.news} <= {"left", "right"}
+    assert res.spread.line and res.spread.line.startswith("carried by left ")
+    j = res.to_json()
+    assert j["spread"]["line"] == res.spread.line and j["news"][0]["leaning"] in {"left", "right"}
+    assert "news: carried by" in to_markdown(res) and "Daily Planet (left)" in to_markdown(res)
+    r = run_cli(
+        "search", "Animals feel pain and need legal protection", "--index", "withnews",
+        "--home", str(news_index), "--model", str(tiny_pair_model),
+    )  # fmt: skip
+    assert "news: carried by" in r.stdout
 
 
 def test_one_sentence_in_several_articles_is_shown_once(
@@ -175,7 +202,7 @@ def test_compare_refuses_bad_input_in_one_line(tmp_path):
 async def test_tui_news_panel_and_cluster_detail(
     news_index, tiny_pair_model, tiny_base, tmp_path, monkeypatch
 ):
-    from textual.widgets import ListView, Static
+    from textual.widgets import Label, ListView, Static
 
     from perspect.tui.app import PerspectApp
     from perspect.tui.widgets.cluster_item import ClusterItem
@@ -198,9 +225,20 @@ async def test_tui_news_panel_and_cluster_detail(
         assert app.result.news[0].text[:30] in body.replace("\n", " ").replace("  ", " ") or (
             "strengthens" in body
         )
-        # each sentence under its article: outlet · date · title
-        first = app.result.news[0].metadata
-        assert f"{first['outlet']} · {first['date']} · {first['title']}" in body
+        # each sentence under its article: outlet (leaning) · date · title
+        first = app.result.news[0]
+        meta = first.metadata
+        assert f"{meta['outlet']} ({first.leaning}) · {meta['date']} · {meta['title']}" in body
+        # the press line in the coverage bar, each sided card with its news and their leanings
+        bar = str(app.query_one("#coverage", Static).render())
+        assert "news: carried by left" in bar
+        cards = [
+            str(item.query_one(Label).render())
+            for side in ("support", "oppose")
+            for item in app.query_one(f"#{side}-list", ListView).children
+            if isinstance(item, ClusterItem) and item.news
+        ]
+        assert cards and any("(left)" in c or "(right)" in c for c in cards)
         target = app.result.news[0].cluster
         for side in ("support", "oppose"):
             lv = app.query_one(f"#{side}-list", ListView)

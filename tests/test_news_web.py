@@ -105,6 +105,27 @@ def test_article_objects_and_bad_ones(built):
     assert [o.status for o in rep.outcomes] == ["added", "empty", "bad"]
 
 
+def test_a_reader_rates_the_outlets_they_add(built, site):
+    """`--leaning` rates what the add brings (an article's own `leaning` wins); without one a
+    sentence is "unrated"; a leaning Perspect does not know is refused before any fetch."""
+    from perspect import api
+    from perspect.core.errors import PerspectError
+
+    text = "Car-free centres cut asthma cases, the city's own survey found last year. " * 3
+    api.add_news("tiny", [{"title": "Own", "text": text, "leaning": "right"},
+                          {"title": "Other", "text": text.replace("asthma", "noise")}],
+                 home=built, leaning="left")  # fmt: skip
+    api.add_news("tiny", [site[1]["animals"]], home=built)
+    by = {it.metadata.get("title"): it.metadata.get("leaning") for it in _news(built)}
+    assert by["Own"] == "right" and by["Other"] == "left"
+    assert by["Council votes on animal welfare law"] == "unrated"
+    with pytest.raises(PerspectError, match="unknown leaning"):
+        api.add_news("tiny", [site[1]["nuclear"]], home=built, leaning="far-out")
+    run_cli("news", "add", site[1]["nuclear"], "--index", "tiny", "--home", str(built),
+            "--leaning", "centre")  # fmt: skip
+    assert "centre" in {it.metadata.get("leaning") for it in _news(built)}
+
+
 def test_an_unknown_index_is_refused_before_any_fetch(home, site):
     from perspect import api
     from perspect.core.errors import IndexNotFound

@@ -13,10 +13,11 @@ from perspect.core.result import NewsItem
 
 
 def source_line(n: NewsItem) -> Text:
-    """The sentence's article: outlet · date · title (each when known)."""
+    """The sentence's article: outlet (leaning) · date · title (each when known)."""
     t = Text()
+    outlet = n.metadata.get("outlet")
     parts = [
-        (n.metadata.get("outlet"), "bold"),
+        (f"{outlet} ({n.leaning})" if outlet else n.leaning, "bold"),
         (n.metadata.get("date"), "dim"),
         (n.metadata.get("title"), "italic"),
     ]
