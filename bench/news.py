@@ -9,6 +9,7 @@ written for the reader bench (none tuned on).
     python bench/news.py score                  # claims with news, two leanings, precision
     python bench/news.py add --index default [--home DIR] [--articles 500]  # a day's news
     python bench/news.py cost --index default [--home DIR]  # a search with news and without
+    python bench/news.py own --index default [--home DIR]   # a reader's own article, added
 
 Prints per run: the claims with news, with news from two rated leanings, the sentences shown and
 the share of them a judge reads as the relation shown (right), the search's p50/p95 with the news
@@ -143,6 +144,63 @@ def cost(args) -> int:
     return 0
 
 
+CAR_FREE = """<html><head><title>Why our city centre should go car-free</title></head><body><article>
+<h1>Why our city centre should go car-free</h1>
+<p>Banning cars from the city centre would make the air cleaner for everyone who lives and works
+there. Traffic fumes are the main source of the nitrogen dioxide that sends children with asthma
+to hospital every winter.</p>
+<p>When Pontevedra closed its centre to cars, road deaths fell to zero and the shops on its main
+streets gained customers, because people on foot stop and spend more than drivers passing
+through.</p>
+<p>A centre without cars frees the space now taken by parking for trees, benches and cycle lanes,
+and it makes walking safe again for older people and children.</p>
+<p>Delivery vans and disabled drivers can still be given permits at fixed hours, so nobody who
+truly needs a vehicle is shut out.</p></article></body></html>"""
+
+
+def own(args) -> int:
+    """A reader's own article (written here, arguing for car-free centres), added with `perspect
+    news add` from a local page to a copy of the index: is it shown under "Cities should ban cars
+    from their centres", and how does the news judge read its sentences?"""
+    import functools
+    import http.server
+    import os
+    import shutil
+    import socketserver
+    import tempfile
+    import threading
+
+    from perspect import api
+    from perspect.api import Perspect
+
+    work = Path(tempfile.mkdtemp(prefix="perspect-own-news-"))
+    src = Path(args.home or ROOT / "indexes") / args.index
+    shutil.copytree(src, work / args.index, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("*.lock", "LOCK"))  # fmt: skip
+    (work / "site").mkdir()
+    (work / "site" / "carfree.html").write_text(CAR_FREE)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=work / "site")
+    srv = socketserver.TCPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    claim = "Cities should ban cars from their centres"
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/carfree.html"
+        api.add_news(args.index, [url], home=work, leaning="centre")
+        with Perspect.open(args.index, home=work) as p:
+            res = p.search(claim, k=args.k)
+            stage = p.engine().news_stage
+            mine = [h for h in stage._retrieve(claim, 40)[0] if h.metadata.get("url") == url]
+            probs = stage.comparator.probabilities([(h.text, claim) for h in mine])
+        shown = [n for n in res.news if n.metadata.get("url") == url]
+        print(f"shown under the claim's answer: {len(shown)} of its sentences")
+        for h, q in zip(mine, probs, strict=True):
+            print(f"  retrieved, P(bears) {q[1] + q[2]:.2f}: {h.text[:80]}")
+    finally:
+        srv.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def day_of_news(n: int, data: Path) -> list[dict]:
     """`n` real articles none of the pools holds: PolitiFact rulings (PolitiHop, ../shared), each
     with a leaning so that the add exercises it."""
@@ -270,15 +328,25 @@ def main() -> int:
     c.add_argument("--index", default="default")
     c.add_argument("--home", type=Path, default=None)
     c.add_argument("--k", type=int, default=10)
+    o = sub.add_parser("own")
+    o.add_argument("--index", default="default")
+    o.add_argument("--home", type=Path, default=None)
+    o.add_argument("--k", type=int, default=10)
     a = sub.add_parser("add")
     a.add_argument("--index", default="default")
     a.add_argument("--home", type=Path, default=None)
     a.add_argument("--articles", type=int, default=500)
     a.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "politihop")
     args = ap.parse_args()
-    return {"run": run, "items": items, "tally": tally, "score": score, "add": add, "cost": cost}[
-        args.cmd
-    ](args)
+    return {
+        "run": run,
+        "items": items,
+        "tally": tally,
+        "score": score,
+        "add": add,
+        "cost": cost,
+        "own": own,
+    }[args.cmd](args)
 
 
 if __name__ == "__main__":

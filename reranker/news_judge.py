@@ -76,11 +76,12 @@ class NewsJudge:
         self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
-    def of(cls, trunk) -> NewsJudge | None:
-        """The judge of a trunk with a bearing head and a fitted news stack, else None."""
+    def of(cls, trunk, manifest: dict | None) -> NewsJudge | None:
+        """The judge of a trunk with a bearing head and the news stack fitted over it, which the
+        pair model's manifest keeps with the pipeline's other decisions (`manifest`), else None."""
         if trunk is None or "bearing" not in trunk.heads:
             return None
-        decision = (trunk.manifest.get("decisions") or {}).get("news_stack")
+        decision = ((manifest or {}).get("decisions") or {}).get("news_stack")
         return cls(trunk, decision) if decision else None
 
     def for_inference(self) -> NewsJudge:

@@ -130,3 +130,25 @@ def test_results_keep_the_current_figures_on_a_few_screens():
     studies = (ROOT / "bench" / "STUDIES.md").read_text().splitlines()
     assert len(results) <= 400, f"bench/RESULTS.md has {len(results)} lines (at most 400)"
     assert len(studies) <= 300, f"bench/STUDIES.md has {len(studies)} lines (at most 300)"
+
+
+# Figures the README quotes, each with where RESULTS states it (issue 74: a reader who checks a
+# README figure finds it in the current table, not an older one).
+README_FIGURES = [
+    # (the README's words, RESULTS' words)
+    ("T1 54.8, T2 81.2, T3 64.7, T4 49.0, T5 21.8", "**54.75** | **81.21** | **64.73 / 70.23** | **48.97** | **21.77**"),
+    ("T1 of what a search keeps 49.9", "49.87 (P 43.5, R 58.3)"),
+    ("`make test` 13.0\nmin", "**13.0 min**"),
+    ("the answer after about 7 min", "**the answer at about 7 min 05 s**"),
+    ("2.1 s at the median with the news, 1.3 s without", "p50 **2,081** / p95 2,611 ms with, 1,268"),
+    ("right about 1 time in\n  3 and argues the other way 1 in 8", "| **28.4 %** | 58.2 % | 13.4 % |"),
+    ("7 of 10 shown on a side are right", "| **69.6 %** |"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("said", "measured"), README_FIGURES)
+def test_the_readmes_figures_are_the_current_tables(said, measured):
+    readme = README.read_text()
+    results = (ROOT / "bench" / "RESULTS.md").read_text()
+    assert said in readme, f"the README no longer says {said!r}: update README_FIGURES"
+    assert measured in results, f"RESULTS.md does not hold {measured!r}, which the README quotes"

@@ -92,3 +92,30 @@ def test_the_allsides_articles_are_copied(tmp_path):
 
     (got,) = fetch_local("news", SHARED_NEWS, tmp_path)
     assert got == tmp_path / NEWS_FILE and got.stat().st_size > 80_000_000
+
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+@pytest.mark.skipif(not (MODELS / "pair").is_dir(), reason="no model bundle in this checkout")
+def test_the_shipped_news_stack_reads_an_argument_above_a_report():
+    """The pair model keeps the news stack fitted over the argument trunk's heads; it reads a
+    sentence that argues the claim as bearing on it more than one that reports on its topic."""
+    import json
+
+    from perspect.reranker.argument import ArgumentModel
+    from perspect.reranker.news_judge import COLUMNS, NewsJudge
+
+    trunk = ArgumentModel.load(MODELS / "argument", serving=True).trunk
+    judge = NewsJudge.of(trunk, json.loads((MODELS / "pair" / "manifest.json").read_text()))
+    assert judge is not None and set(judge.features) <= set(COLUMNS)
+    assert judge.weights.shape == (3, len(judge.features)) and 0 < judge.shown_at < 1
+    claim = "Cities should ban cars from their centres"
+    p = judge.probabilities([
+        ("Banning cars from the city centre would make the air cleaner for everyone who lives "
+         "there.", claim),
+        ("Water cannon were deployed on a street east of the city centre.", claim),
+    ])  # fmt: skip
+    bears = p[:, 1] + p[:, 2]
+    assert bears[0] > 3 * bears[1], bears
+    assert p[0, 1] > p[0, 2]  # and as strengthening, not weakening

@@ -206,3 +206,32 @@ def test_every_control_is_reached_with_tab_and_shows_its_focus(page, site):
     reached = {x for x in seen if x.isdigit()}
     assert len(reached) == controls, (sorted(reached, key=int), controls)  # each one, by Tab
     assert all(o != "none" for o in outlines if o), outlines  # and its focus shows
+
+
+def test_each_perspective_shows_its_news_with_the_outlets_leaning(
+    page, tiny_pair_model, tiny_base, tmp_path, monkeypatch
+):
+    """An index with news (a comparator that lets every pair through, so what is drawn does not
+    hang on a model): the press line under the balance, each sided card's news with a leaning
+    tag, the rest apart as news on the claim."""
+    from perspect.indexer.indexer import Indexer, Source
+    from tests.conftest import PERSPECTIVES, write_jsonl
+    from tests.test_news_search import ARTICLES, _comparator
+
+    home = tmp_path / "home"
+    Indexer("withnews", home=home, config=IndexConfig(("bm25",))).build(
+        [
+            Source("perspectives", write_json(tmp_path / "p.json", PERSPECTIVES)),
+            Source("news", write_jsonl(tmp_path / "news.jsonl", ARTICLES)),
+        ]
+    )
+    monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
+    cfg = ServeConfig(index="withnews", home=str(home), port=free_port(), warm_fast=False,
+                      model=str(tiny_pair_model))  # fmt: skip
+    with perspect_server(cfg) as url:
+        wait_ready(url, timeout=300)
+        ask(page, url, "Animals feel pain and need legal protection")
+        assert page.locator("#spread").inner_text().startswith("News: carried by left")
+        tags = page.locator(".cluster .cluster-news .leaning")
+        assert tags.count() >= 1
+        assert {tags.nth(i).inner_text() for i in range(tags.count())} <= {"left", "right"}

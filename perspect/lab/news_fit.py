@@ -13,7 +13,7 @@ claim's negation (a sentence that strengthens a claim and its denial alike only 
 
 Rows: the agreed cn labels; `train` claims fit the stack, `tune` claims pick the cut (the lowest
 whose precision of what is shown reaches PRECISION), `report` claims are only measured. `--write`
-puts the stack into the argument entry's `decisions.news_stack` (re-packed in place).
+puts the stack into the pair model's `decisions.news_stack` (with the pipeline's other decisions).
 """
 
 from __future__ import annotations
@@ -147,6 +147,7 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--argument", type=Path, default=Path("models/argument"))
+    ap.add_argument("--pair", type=Path, default=Path("models/pair"), help="where --write puts it")
     ap.add_argument("--work", type=Path, default=Path("/tmp/news_fit"))
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
@@ -200,32 +201,25 @@ def main(argv=None) -> int:
             f"cut on tune claims at precision >= {PRECISION}",
             "tune": report["tune"], "report": report["report"], "rows": report["rows"],
         }  # fmt: skip
-        write_stack(args.argument, decision, args.work)
+        write_stack(args.pair, decision)
     return 0
 
 
-def write_stack(entry: Path, decision: dict, work: Path) -> None:
-    """The news stack into the entry's manifest (`decisions.news_stack`), re-packed in place."""
-    import shutil
-
-    from perspect.core.model import bundle
+def write_stack(pair: Path, decision: dict) -> None:
+    """The news stack into the pair model's manifest (`decisions.news_stack`), where the
+    pipeline's fitted decisions live, with the judged files' checksums."""
     from perspect.core.model.bundle import sha256_file
-    from perspect.lab.train import argument as trainer
+    from perspect.reranker import factory
 
-    full = bundle.resolve(entry)
-    trained = work / "trained"
-    shutil.rmtree(trained, ignore_errors=True)
-    shutil.copytree(full, trained, ignore=shutil.ignore_patterns("onnx"))
-    man_path = trained / "manifest.json"
-    man = json.loads(man_path.read_text())
-    man.setdefault("decisions", {})["news_stack"] = decision
+    model = factory.load(["pair"], factory.TORCH, pair).pair
+    model.manifest.setdefault("decisions", {})["news_stack"] = decision
     files = {n: sha256_file(HERE / n) for n in ("news-labels.jsonl", "news-items.jsonl")}
-    data = [d for d in man.get("data", []) if d.get("file") not in {f"judged/{k}" for k in files}]
-    man["data"] = [*data, *({"file": f"judged/{k}", "sha256": v} for k, v in files.items())]
-    man.setdefault("dev_metrics", {})["news_stack"] = decision["report"]
-    man_path.write_text(json.dumps(man, indent=2) + "\n")
-    trainer.pack(trained, Path(entry))
-    print(f"{entry}: news stack written")
+    model.manifest["news_stack_data"] = [
+        {"file": f"judged/{k}", "sha256": v} for k, v in files.items()
+    ]
+    model.manifest.setdefault("tune_metrics", {})["news_stack"] = decision["tune"]
+    model.save(pair)
+    print(f"{pair}: news stack written")
 
 
 if __name__ == "__main__":

@@ -136,6 +136,11 @@ def steps(
     # model's, after the sides step names it)
     mine_reads = (*reads[:-1], "argument") if direction else reads
     out.append(Step("mining", "mining", "pair", reads=mine_reads, rev=3))
+    if direction:
+        # which news sentences a search shows (issue 73): a stack over the argument trunk's heads
+        # fitted on the judged news pairs (bench/judged/news-*.jsonl), kept with the pipeline's
+        # other decisions in the pair model's manifest
+        out.append(Step("news", "news", "pair", reads=("argument",)))
     if comparator:  # rev 1: the joint reader (an inference head beside ClaimDiff, issue 41)
         out.append(Step("comparator", "claimdiff", "comparator", rev=1))
     return tuple(out)
@@ -415,6 +420,11 @@ def _run(step, data, root, folder, base, reporter, log, other: OtherData, staged
             from perspect.lab.bearing_step import fit_entry as fit_bearing
 
             fit_bearing(folder, data, trainer_work("argument-bearing"), log)
+        elif step.task == "news":
+            from perspect.lab.news_fit import main as fit_news
+
+            fit_news(["--argument", str(root / "argument"), "--pair", str(folder),
+                      "--work", str(trainer_work("argument-news")), "--write"])  # fmt: skip
         elif step.task == "sides":
             fitting.refit_sides(folder, data, root / "argument")
         elif step.task == "all":

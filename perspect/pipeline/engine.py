@@ -222,7 +222,7 @@ class Engine:
         # news: `comparator` is given), else from the ClaimDiff comparator
         # news relations from the argument trunk's news stack where it has one (issue 73: fitted
         # on the judged news pairs), else the relation model's fitted news cuts, else ClaimDiff
-        judge = NewsJudge.of(trunk) if news or self.comparator is not None else None
+        judge = NewsJudge.of(trunk, self.model.manifest) if news or self.comparator else None
         if judge is None and self.comparator is not None:
             judge = RelationJudge.of(self.relation)
         self.news_judge = judge or self.comparator
@@ -353,7 +353,9 @@ class Engine:
         if not config.argument:
             want = tuple(w for w in want if w != "argument")
         models = factory.load(want, config.serving(), pair)
-        if news and NewsJudge.of(models.trunk) is None:  # an older bundle: its news judges
+        if (
+            news and NewsJudge.of(models.trunk, models.pair.manifest) is None
+        ):  # an older bundle: its news judges
             more = factory.load(("comparator", "relation"), config.serving(), models.pair)
             models = replace(models, comparator=more.comparator, relation=more.relation)
         return cls(searcher, models, config, news=news)
