@@ -141,7 +141,7 @@ README_FIGURES = [
     ("`make test` 13.0\nmin", "**13.0 min**"),
     ("the answer after about 7 min", "**the answer at about 7 min 05 s**"),
     ("2.1 s at the median with the news, 1.3 s without", "p50 **2,081** / p95 2,611 ms with, 1,268"),
-    ("right about 1 time in\n  3 and argues the other way 1 in 8", "| **28.4 %** | 58.2 % | 13.4 % |"),
+    ("right 3 times in 10\n  and argues the other way 1 in 8", "| **28.4 %** | 58.2 % | 13.4 % |"),
     ("7 of 10 shown on a side are right", "| **69.6 %** |"),
 ]  # fmt: skip
 

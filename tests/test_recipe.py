@@ -80,7 +80,8 @@ def test_the_shipped_recipe_orders_its_steps():
     with_direction = [s.name for s in recipe.steps(stance_rounds=2, direction=True)]
     at = with_direction.index("argument")
     assert with_direction[at + 1 : at + 3] == ["direction", "heads"]
-    assert with_direction[-3:] == ["sides", "mining", "comparator"]
+    # the news stack (issue 73) after the last step that reads the argument entry's decisions
+    assert with_direction[-4:] == ["sides", "mining", "news", "comparator"]
     trunk = next(s for s in recipe.steps() if s.name == "stance-trunk")
     relation = next(s for s in recipe.steps() if s.name == "relation")
     calibrate = next(s for s in recipe.steps() if s.name == "calibrate")
@@ -97,9 +98,11 @@ def test_the_shipped_recipe_orders_its_steps():
         "mining",
     ]
     full = recipe.steps(colbert=False, comparator=False, direction=True)
-    assert [s.name for s in full[-2:]] == ["sides", "mining"]  # after every decision they read
+    # after every decision they read; the news stack last, so that writing it stales nothing
+    assert [s.name for s in full[-3:]] == ["sides", "mining", "news"]
     direction = next(s for s in full if s.name == "direction")
-    assert direction.writes == "argument" and "argument" in full[-2].reads
+    assert direction.writes == "argument" and "argument" in full[-3].reads
+    assert full[-1].writes == "pair" and full[-1].reads == ("argument",)
     # the mining decision is fitted last among the pair model's, with the heads of the trunk the
     # engine reads: the argument model's where it answers everything, else the relation model's
     mining = next(s for s in recipe.steps() if s.name == "mining")
