@@ -126,6 +126,8 @@ def test_stance_comes_from_the_shipped_trunk_over_states_paid_once(shipped):
     engine = shipped.engine()
     trunk = engine.stance.trunk
     assert trunk is not None and trunk.served
+    # the argument model's cuts judge the cited reasons: the joint reader is never loaded
+    assert engine.arguing is not None and engine.evidence_stage.reader is None
     assert shipped._searcher.stance_states() is None  # none stored in the version
     kept = KeptStates(shipped._searcher.dir.root)
     assert kept.count() >= len(POOL)  # kept by the completion's last stage

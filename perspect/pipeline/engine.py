@@ -347,15 +347,19 @@ class Engine:
     ) -> Engine:
         """The engine over the pair model `pair` (a folder, default the bundle's, or a model in
         memory) and the models it names, loaded by the factory as `config` serves them; `news`:
-        with the bundle's comparator where it has one."""
+        the news judge (the pair model's news stack over the trunk; an older bundle's comparator).
+        The joint reader (`reader`, the comparator) only where no argument model with fitted
+        cuts reads the cited reasons (`Evidence`): the shipped bundle's does, and loading the
+        reader cost every cold search a model it never asked."""
         config = config or EngineConfig()
-        want = PAIR_MODELS
+        want = tuple(w for w in PAIR_MODELS if w != "reader")
         if not config.argument:
             want = tuple(w for w in want if w != "argument")
         models = factory.load(want, config.serving(), pair)
-        if (
-            news and NewsJudge.of(models.trunk, models.pair.manifest) is None
-        ):  # an older bundle: its news judges
+        if models.argument is None or models.argument.cuts is None:
+            more = factory.load(("reader",), config.serving(), models.pair)
+            models = replace(models, reader=more.reader)
+        if news and NewsJudge.of(models.trunk, models.pair.manifest) is None:  # an older bundle
             more = factory.load(("comparator", "relation"), config.serving(), models.pair)
             models = replace(models, comparator=more.comparator, relation=more.relation)
         return cls(searcher, models, config, news=news)
