@@ -152,3 +152,23 @@ def test_the_readmes_figures_are_the_current_tables(said, measured):
     results = (ROOT / "bench" / "RESULTS.md").read_text()
     assert said in readme, f"the README no longer says {said!r}: update README_FIGURES"
     assert measured in results, f"RESULTS.md does not hold {measured!r}, which the README quotes"
+
+
+def test_every_bench_results_names_runs_by_name():
+    """`python -m bench` lists each bench RESULTS.md names (its script by name), and runs it
+    by that name: `python -m bench NAME --help` answers; an unknown name is one line, exit 2."""
+    import subprocess
+    import sys
+
+    named = set(re.findall(r"python bench/(\w+)\.py", (ROOT / "bench" / "RESULTS.md").read_text()))
+    listed = subprocess.run([sys.executable, "-m", "bench"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert listed.returncode == 0
+    names = {line.split()[0] for line in listed.stdout.splitlines() if line.strip()}
+    assert named and named <= names, named - names
+    helped = subprocess.run([sys.executable, "-m", "bench", "news", "--help"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert helped.returncode == 0 and "usage:" in helped.stdout
+    bad = subprocess.run([sys.executable, "-m", "bench", "nope"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
