@@ -40,8 +40,10 @@ INDEX_FILES = [
     "perspectives/items.sqlite",
 ]  # a version stores no lower states by default (issue 62); the kept ones are a cache, whose
 # damage costs only speed (tests/test_stance_trunk.py)
-# the pair model's served graph (named by the ONNX Runtime version) and the comparator's weights
-MODEL_FILES = ["pair/onnx/pair.opt-*.onnx", "comparator/heads.safetensors"]
+# the pair model's served graph (named by the ONNX Runtime version) and the argument model's heads
+# (the trunk every search reads: sides, verdicts, the news stack); the comparator is read by
+# `perspect compare` alone since issue 73's session (a search with news no longer loads it)
+MODEL_FILES = ["pair/onnx/pair.opt-*.onnx", "argument/heads.safetensors"]
 
 
 def _script() -> str:
@@ -155,6 +157,24 @@ def test_a_garbled_file_ends_every_search_with_exit_2_never_a_signal(with_news, 
     for r in _searches(home, models, SEARCHES):
         _assert_one_error_line(r, target.name)
     print(f"{rel}: {SEARCHES} searches at once, each exit 2, in {time.monotonic() - t0:.1f} s")
+
+
+def test_a_garbled_model_no_search_reads_is_refused_where_it_is_read(with_news, tmp_path):
+    """The comparator, which a search no longer loads: the search answers, `perspect models
+    verify` refuses the file in one line and exit 2."""
+    home = tmp_path / "home"
+    shutil.copytree(with_news, home)
+    models = _models_copy(tmp_path / "models")
+    target = models / "comparator" / "heads.safetensors"
+    if not target.is_file():
+        pytest.skip("this bundle has no comparator")
+    _garble(target)
+    (r,) = _searches(home, models, 1)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    env = {**os.environ, "PERSPECT_MODELS": str(models)}
+    v = subprocess.run([_script(), "models", "verify"], capture_output=True, text=True, env=env,
+                       timeout=300)  # fmt: skip
+    assert v.returncode == 2 and "heads.safetensors" in v.stderr + v.stdout, v.stderr
 
 
 def test_the_console_script_keeps_its_exit_codes(tmp_path):
