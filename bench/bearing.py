@@ -109,26 +109,31 @@ def run_items(run_rows: list[dict]) -> list[dict]:
 
 
 def items(args) -> int:
-    import random
-
     known = _labels()
     todo = {}
     for path in sorted(TEXTS.glob("*.json")):
         for it in run_items(json.loads(path.read_text())):
             if it["id"] not in known:
                 todo[it["id"]] = it
-    todo = list(todo.values())
-    args.out.mkdir(parents=True, exist_ok=True)
+    write_batches(list(todo.values()), args.out, args.size, seed=7)
+    return 0
+
+
+def write_batches(todo: list[dict], out: Path, size: int, seed: int) -> None:
+    """Each item in two batches of its own, one per judge (`reader-REP-NN.jsonl`, shuffled apart),
+    the files `tally` joins."""
+    import random
+
+    out.mkdir(parents=True, exist_ok=True)
     for rep in (0, 1):
         order = list(todo)
-        random.Random(rep + 7).shuffle(order)
-        for n in range(0, len(order), args.size):
-            path = args.out / f"reader-{rep}-{n // args.size:02d}.jsonl"
+        random.Random(rep + seed).shuffle(order)
+        for n in range(0, len(order), size):
+            path = out / f"reader-{rep}-{n // size:02d}.jsonl"
             path.write_text(
-                "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in order[n : n + args.size])
+                "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in order[n : n + size])
             )
             print(path)
-    return 0
 
 
 def _labels() -> dict[str, str]:

@@ -26,8 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.bearing import RUNS, TEXTS, _key, _labels, tally  # noqa: E402
+from bench import bearing  # noqa: E402
+from bench.bearing import _key, _labels, tally, write_batches  # noqa: E402
 from bench.reader import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
+
+# beside bench/bearing.py's runs, in folders of their own: those read every run in theirs
+RUNS, TEXTS = bearing.RUNS / "news", bearing.TEXTS / "news"
 
 
 def run(args) -> int:
@@ -57,7 +61,7 @@ def run(args) -> int:
             out.append({"claim": claim, "news": news, "spread": res.spread.to_json(),
                         "took_ms": res.took_ms, "clusters": len(res.clusters)})  # fmt: skip
             print(f"{claim[:60]}: {len(news)} news, {res.spread.line}", flush=True)
-    TEXTS.mkdir(parents=True, exist_ok=True)
+    TEXTS.mkdir(parents=True, exist_ok=True)  # outside the repository: the texts are third-party
     (TEXTS / f"{args.label}.json").write_text(json.dumps(out, indent=0) + "\n")
     RUNS.mkdir(parents=True, exist_ok=True)
     ids = [{**a, "news": [{"id": n["id"], "relation": n["relation"], "leaning": n["leaning"],
@@ -70,28 +74,16 @@ def run(args) -> int:
 
 
 def items(args) -> int:
-    import random
-
     known = _labels()
     todo = {}
-    for path in sorted(TEXTS.glob("news-*.json")):
+    for path in sorted(TEXTS.glob("*.json")):
         for a in json.loads(path.read_text()):
             for n in a["news"]:
                 key = "rn:" + _key(n["target"], n["text"])
                 if key not in known:
                     todo[key] = {"id": key, "q": "cn", "claim": n["target"], "title": n["title"],
                                  "sentence": n["text"]}  # fmt: skip
-    todo = list(todo.values())
-    args.out.mkdir(parents=True, exist_ok=True)
-    for rep in (0, 1):
-        order = list(todo)
-        random.Random(rep + 73).shuffle(order)
-        for n in range(0, len(order), args.size):
-            path = args.out / f"reader-{rep}-{n // args.size:02d}.jsonl"
-            path.write_text(
-                "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in order[n : n + args.size])
-            )
-            print(path)
+    write_batches(list(todo.values()), args.out, args.size, seed=73)
     return 0
 
 
@@ -103,7 +95,7 @@ def score(args) -> int:
     print("| run | claims | with news | two leanings | shown | judged | right | neither | "
           "opposite | p50 ms | p95 ms |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for path in sorted(RUNS.glob("news-*.json")):
+    for path in sorted(RUNS.glob("*.json")):
         rows = json.loads(path.read_text())
         with_news = sum(bool(a["news"]) for a in rows)
         two = sum(len({n["leaning"] for n in a["news"]} - {"unrated"}) >= 2 for a in rows)
@@ -315,7 +307,7 @@ def main() -> int:
     r = sub.add_parser("run")
     r.add_argument("--index", default="default")
     r.add_argument("--home", type=Path, default=None)
-    r.add_argument("--label", required=True, help="news-<name> (score reads runs named so)")
+    r.add_argument("--label", required=True)
     r.add_argument("--k", type=int, default=10)
     r.add_argument("--baseline", action="store_true", help="the previous main's news stage")
     i = sub.add_parser("items")

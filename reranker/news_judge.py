@@ -13,15 +13,14 @@ nothing the ClaimDiff head alone would not. Same interface as the comparator (`c
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from perspect.reranker.comparator import Relation
+from perspect.reranker.relation_judge import KeptLower
 
-CACHED = 20_000  # sentences whose lower states are kept (about 50 MB at 30 tokens each)
 # the columns a stack may read: (head, column) of the claim -> sentence pass
 COLUMNS = {
     "bear_for": ("bearing", 0),
@@ -57,7 +56,7 @@ def columns(heads: dict[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
     return logit(np.stack(cols, 1))
 
 
-class NewsJudge:
+class NewsJudge(KeptLower):
     """strengthen / weaken / neither of (sentence, claim) pairs: a multinomial stack over the
     trunk's heads; a sentence is shown where P(strengthen) + P(weaken) (it bears on the claim)
     clears `shown_at`, fitted for precision on held-out claims, as the likelier of the two. Why
@@ -68,12 +67,11 @@ class NewsJudge:
     reads_negation = False  # the stack was fitted as it is, without the negation rule
 
     def __init__(self, trunk, decision: dict[str, Any]):
-        self.trunk = trunk
+        super().__init__(trunk)
         self.features = tuple(decision["features"])
         self.weights = np.asarray(decision["weights"], dtype=np.float64)  # (3, features)
         self.bias = np.asarray(decision["bias"], dtype=np.float64)
         self.shown_at = float(decision["shown_at"])
-        self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
     def of(cls, trunk, manifest: dict | None) -> NewsJudge | None:
@@ -86,16 +84,6 @@ class NewsJudge:
 
     def for_inference(self) -> NewsJudge:
         return self
-
-    def lower(self, texts: Sequence[str]) -> list[np.ndarray]:
-        todo = [t for t in dict.fromkeys(texts) if t not in self._lower]
-        if todo:
-            self._lower.update(zip(todo, self.trunk.lower(todo), strict=True))
-            while len(self._lower) > CACHED:
-                self._lower.popitem(last=False)
-        for t in texts:
-            self._lower.move_to_end(t)
-        return [self._lower[t] for t in texts]
 
     def probabilities(self, pairs: Sequence[tuple[str, str]], batch: int = 64) -> np.ndarray:
         """(n, 3): P(neither, strengthen, weaken) of each (sentence, claim) pair."""

@@ -21,14 +21,32 @@ from perspect.reranker.comparator import Relation
 CACHED = 20_000  # sentences whose lower states are kept (about 50 MB at 30 tokens each)
 
 
-class RelationJudge:
+class KeptLower:
+    """A news judge over the trunk: each sentence's lower states once per process, the last
+    CACHED kept (a server sees the same pool sentences again and again)."""
+
+    def __init__(self, trunk):
+        self.trunk = trunk
+        self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def lower(self, texts: Sequence[str]) -> list[np.ndarray]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._lower]
+        if todo:
+            self._lower.update(zip(todo, self.trunk.lower(todo), strict=True))
+            while len(self._lower) > CACHED:
+                self._lower.popitem(last=False)
+        for t in texts:
+            self._lower.move_to_end(t)
+        return [self._lower[t] for t in texts]
+
+
+class RelationJudge(KeptLower):
     reads_negation = True  # trained with negated claims: the news stage's negation rule applies
 
     def __init__(self, trunk, cuts: dict[str, Any]):
-        self.trunk = trunk
+        super().__init__(trunk)
         self.strengthen_at = float(cuts["strengthen_at"])
         self.weaken_at = float(cuts["weaken_at"])
-        self._lower: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
     def of(cls, trunk) -> RelationJudge | None:
@@ -40,16 +58,6 @@ class RelationJudge:
 
     def for_inference(self) -> RelationJudge:
         return self
-
-    def lower(self, texts: Sequence[str]) -> list[np.ndarray]:
-        todo = [t for t in dict.fromkeys(texts) if t not in self._lower]
-        if todo:
-            self._lower.update(zip(todo, self.trunk.lower(todo), strict=True))
-            while len(self._lower) > CACHED:
-                self._lower.popitem(last=False)
-        for t in texts:
-            self._lower.move_to_end(t)
-        return [self._lower[t] for t in texts]
 
     def compare(
         self, pairs: Sequence[tuple[str, str]], setting: str = "doc", batch_size: int = 64

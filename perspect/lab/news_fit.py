@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from perspect.lab.judged import HERE, load_claims, perspective_texts, read_jsonl
+from perspect.reranker.news_judge import COLUMNS
 
 RELATIONS = ("neither", "strengthen", "weaken")
 PRECISION = 0.80  # of what is shown, right (the target)
@@ -91,11 +92,7 @@ def features(trunk, pairs: list[tuple[str, str]], batch: int = 64) -> np.ndarray
     return columns(heads, FEATURES)
 
 
-FEATURES = (
-    "bear_for", "bear_against", "bear_noside", "bear_off", "stance", "arg_for", "arg_against",
-    "arg_neither", "nli_entail", "nli_neutral", "nli_contradict", "equivalence", "cd_neither",
-    "cd_strengthen", "cd_weaken",
-)  # fmt: skip
+FEATURES = tuple(COLUMNS)  # every column the judge reads, in its order
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
