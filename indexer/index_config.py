@@ -15,14 +15,8 @@ from perspect.core.errors import PerspectError
 from perspect.core.index import manifest as mf
 from perspect.core.index.config import IndexConfig, check_name, default_retrievers, resolve_home
 from perspect.core.index.layout import IndexDir
-from perspect.core.types import POOLS
+from perspect.core.types import COLBERT_POOLS, POOLS
 from perspect.retriever import dense
-
-# The pools ColBERT indexes by default: those the search pipeline retrieves from. Evidence is
-# reached through links precomputed from BM25 + dense (indexer.links), never through ColBERT, and
-# its PLAID index was a third of `make demo`'s build (encoding 124 s + k-means 72 s, here). The
-# reader's documents go where news goes (IndexConfig.for_pool): both are mined for perspectives.
-COLBERT_POOLS = ("perspectives", "news")
 
 
 def index_config(

@@ -20,10 +20,9 @@ from perspect.core.index.kept_states import KeptStates
 from perspect.core.index.stance_states import States, quantize
 from perspect.core.index.store import ItemStore
 from perspect.core.progress import Reporter
-from perspect.core.types import Item
+from perspect.core.types import STATE_POOLS, Item
 from perspect.reranker import factory, stance_trunk
 
-STATE_POOLS = ("perspectives", "documents")
 BATCH = 256  # texts per pass of the lower layers (sorted by length inside it)
 
 

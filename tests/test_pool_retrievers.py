@@ -70,3 +70,18 @@ def test_an_index_without_pool_options_indexes_every_pool():
     assert all(
         cfg.for_pool(p) == ("bm25", "dense", "colbert") for p in ("perspectives", "evidence")
     )
+
+
+def test_the_pools_are_named_in_one_table():
+    """Every pool list the indexer and the pipeline read is derived from `POOL_SPECS`: a row
+    changed there changes them all (issue 74: four lists had to agree by hand)."""
+    from perspect.core import types
+    from perspect.indexer import index_config, states
+    from perspect.pipeline import pool_reasons
+
+    assert tuple(p.name for p in types.POOL_SPECS) == types.POOLS
+    assert index_config.COLBERT_POOLS is types.COLBERT_POOLS == ("perspectives", "news")
+    assert states.STATE_POOLS is types.STATE_POOLS == ("perspectives", "documents")
+    assert pool_reasons.REASON_POOLS == ("documents", "news")  # the reader's own first
+    assert types.ARTICLE_POOLS == ("news", "documents")
+    assert not any(p.articles for p in types.POOL_SPECS if p.name in ("perspectives", "evidence"))

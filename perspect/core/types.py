@@ -8,11 +8,41 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 Pool = Literal["perspectives", "evidence", "news", "documents"]
-POOLS: tuple[Pool, ...] = ("perspectives", "evidence", "news", "documents")
-# The pools of article sentences (ids `ARTICLE#POSITION`, with title, outlet, date, url): news
-# (ClaimDiff's strengthen / weaken) and the reader's own documents; a search mines both for
-# perspectives where the index has documents (perspect.pipeline.mining).
-ARTICLE_POOLS: tuple[Pool, ...] = ("news", "documents")
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """One pool and what the rest of Perspect does with it: the one place a pool is named. Adding
+    a pool is a row here, a reader in `indexer.indexer.read_source`, and the stage that shows it.
+
+    `articles`: sentences of articles (ids `ARTICLE#POSITION`, with title, outlet, date, url); a
+    search mines them for perspectives where the index has documents (perspect.pipeline.mining).
+    `colbert`: ColBERT indexes it by default (the pools the pipeline retrieves from; evidence is
+    reached through links precomputed from BM25 + dense, and its PLAID index was a third of
+    `make demo`'s build). `states`: its items' lower-layer states are kept with the index (the
+    argument trunk reads them against every claim). `reasons`: the order in which a cluster
+    without a reason looks for one here (a reader's own documents first); 0: never."""
+
+    name: Pool
+    articles: bool = False
+    colbert: bool = False
+    states: bool = False
+    reasons: int = 0
+
+
+POOL_SPECS: tuple[PoolSpec, ...] = (
+    PoolSpec("perspectives", colbert=True, states=True),
+    PoolSpec("evidence"),
+    PoolSpec("news", articles=True, colbert=True, reasons=2),
+    PoolSpec("documents", articles=True, states=True, reasons=1),
+)
+POOLS: tuple[Pool, ...] = tuple(p.name for p in POOL_SPECS)
+ARTICLE_POOLS: tuple[Pool, ...] = tuple(p.name for p in POOL_SPECS if p.articles)
+COLBERT_POOLS: tuple[Pool, ...] = tuple(p.name for p in POOL_SPECS if p.colbert)
+STATE_POOLS: tuple[Pool, ...] = tuple(p.name for p in POOL_SPECS if p.states)
+REASON_POOLS: tuple[Pool, ...] = tuple(
+    p.name for p in sorted(POOL_SPECS, key=lambda p: p.reasons) if p.reasons
+)
 
 MAX_CLAIM_CHARS = 2000
 

@@ -31,16 +31,16 @@ import numpy as np
 
 from perspect.core.index.stance_states import dequantize
 from perspect.core.result import PerspectiveCluster, Provenance, Why
+from perspect.core.types import REASON_POOLS
 from perspect.pipeline import why
 
-POOLS = ("documents", "news")  # in this order: a reader's own documents first
 NEAR = 0.5  # cosine of the dense vectors at which a sentence is worth judging
 PER_CLUSTER = 3  # sentences judged per cluster, nearest first
 BUDGET = 16  # pairs judged for the first time per search
 
 
 class PoolReasons:
-    """Reasons from `POOLS` for the clusters without one (the argument model decides)."""
+    """Reasons from `REASON_POOLS` for the clusters without one (the argument model decides)."""
 
     def __init__(self, searcher, arguing, clusters: int):
         self.searcher, self.arguing, self.clusters = searcher, arguing, clusters
@@ -51,7 +51,9 @@ class PoolReasons:
 
     def _pools(self) -> list[str]:
         have = self.searcher.pools
-        return [p for p in POOLS if p in have and self.searcher.vector_backend(p) is not None]
+        return [
+            p for p in REASON_POOLS if p in have and self.searcher.vector_backend(p) is not None
+        ]
 
     def __call__(self, clusters: list[PerspectiveCluster]) -> list[PerspectiveCluster]:
         if not self.active:
