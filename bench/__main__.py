@@ -1,9 +1,9 @@
 """`python -m bench`: every bench with what it measures (its docstring's first line);
-`python -m bench NAME [ARGS]` runs the bench of that name with ARGS (`--help`: how it is driven).
+`python -m bench NAME [SUB] [ARGS]` runs the bench of that name (`NAME --help`: its subcommands).
 
-Why a front door before one shared harness: the benches are 40 scripts with their own argument
-parsing (issue 74 asks for one harness over them); this lists and runs them by one name scheme
-meanwhile, so a reader of bench/RESULTS.md finds the command of each figure in one place.
+Every bench is a few functions over one harness (bench/harness.py: the claim sets, warm-up and
+turn-taking beside a baseline, timing percentiles, the Markdown table and JSON, the command line),
+so a figure's command in bench/RESULTS.md reads the same way for every bench.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def benches() -> dict[str, str]:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if not any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
-            continue  # a helper module (bench/reader_form.py), not a bench
+            continue  # not a bench
         doc = (ast.get_docstring(tree) or "").strip().splitlines()
         out[path.stem] = doc[0] if doc else ""
     return out

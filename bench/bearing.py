@@ -3,10 +3,10 @@ representative against the claim (for / against / no side / off topic), its cite
 top evidence paragraph against the perspective, for claims written for the reader bench (none
 tuned on) and the judged set's `report` web claims (none tuned on), beside a baseline run.
 
-    python bench/bearing.py run --index default --label after [--home DIR] [--baseline]
-    python bench/bearing.py items --out DIR      # unjudged items of every run, as judge batches
-    python bench/bearing.py tally --judgments DIR  # the two judges' labels -> reader-labels.jsonl
-    python bench/bearing.py score                # the figures of every run, from the labels
+    python -m bench bearing run --index default --label after [--home DIR] [--baseline]
+    python -m bench bearing items --out DIR      # unjudged items of every run, as judge batches
+    python -m bench bearing tally --judgments DIR  # the two judges' labels -> reader-labels.jsonl
+    python -m bench bearing score                # the figures of every run, from the labels
 
 Why judged items and not a model's reading: a sentence on the topic is not a reason that backs
 anything, and only a reader tells them apart (docs/judged-set.md). Items a judge already labelled
@@ -16,7 +16,6 @@ side shown. Runs are kept in bench/judged/runs/ (ids, sides and the claims only)
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -26,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.reader import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
+from bench import harness  # noqa: E402
+from bench.harness import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
 from perspect.lab import judged  # noqa: E402
 
 RUNS = judged.HERE / "runs"  # ids, sides and item keys only (the texts are third-party)
@@ -289,32 +289,32 @@ def flips(args) -> int:
     return 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--index", default="default")
-    r.add_argument("--home", type=Path, default=None)
-    r.add_argument("--model", type=Path, default=None, help="the pair model (default the bundle's)")
-    r.add_argument("--label", required=True)
-    r.add_argument("--k", type=int, default=10)
-    r.add_argument("--baseline", action="store_true", help="the previous decision (no bearing)")
-    i = sub.add_parser("items")
-    i.add_argument("--out", type=Path, required=True)
-    i.add_argument("--size", type=int, default=300)
-    f = sub.add_parser("flips")
-    f.add_argument("--index", default="default")
-    f.add_argument("--home", type=Path, default=None)
-    f.add_argument("--model", type=Path, default=None)
-    f.add_argument("--label", default="")
-    f.add_argument("--k", type=int, default=10)
-    f.add_argument("--baseline", action="store_true")
-    t = sub.add_parser("tally")
-    t.add_argument("--judgments", type=Path, required=True)
-    sub.add_parser("score")
-    args = ap.parse_args()
-    cmds = {"run": run, "items": items, "tally": tally, "score": score, "flips": flips}
-    return cmds[args.cmd](args)
+def _reading(p, label_required: bool = False) -> None:
+    """The options of a reading of the bench's claims (`run`, `flips`)."""
+    p.add_argument("--model", type=Path, default=None, help="the pair model (default the bundle's)")
+    p.add_argument("--label", required=label_required, default="")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--baseline", action="store_true", help="the previous decision (no bearing)")
+
+
+def main(argv=None) -> int:
+    return harness.commands(
+        __doc__,
+        {
+            "run": (run, ("index", "home"), lambda p: _reading(p, label_required=True)),
+            "items": (
+                items,
+                (),
+                lambda p: (
+                    p.add_argument("--out", type=Path, required=True),
+                    p.add_argument("--size", type=int, default=300),
+                ),
+            ),
+            "flips": (flips, ("index", "home"), _reading),
+            "tally": (tally, (), lambda p: p.add_argument("--judgments", type=Path, required=True)),
+            "score": (score, (), None),
+        },
+    )(argv)
 
 
 if __name__ == "__main__":

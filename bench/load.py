@@ -1,6 +1,6 @@
 """Load and fault benchmark of `perspect serve`: a real server process, an async client.
 
-    python bench/load.py [--index default] [--home DIR] [--clients 1,4,16] [--duration 30]
+    python -m bench load [--index default] [--home DIR] [--clients 1,4,16] [--duration 30]
 
 0. Baseline: the same claims searched in-process, one at a time, without HTTP (on a shared
    machine, the load rows compare with this, measured in the same run).
@@ -16,6 +16,8 @@
    succeeded again on a new connection, the gap before uvicorn's replacement worker answered).
 
 The writes grow INDEX's news pool (run it on a scratch copy to keep an index as it was).
+Its ten claims are its own, not one of the harness's sets: its figures (and the soak bench's)
+are over these.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import harness
+from bench.harness import pct
+
 CLAIMS = [
     "animals should have lawful rights",
     "nuclear energy is the way forward",
@@ -55,13 +60,6 @@ TOPICS = [
     ("schools", "Parents said uniforms reduce bullying over clothes in the classroom."),
     ("justice", "Lawyers argued that the death penalty does not deter violent crime."),
 ]
-
-
-def pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
 @dataclass
@@ -198,7 +196,7 @@ def start_server(args, port: int, workers: int, log: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "perspect.cli", "serve", "--index", args.index, "--port"]
     cmd += [str(port), "--workers", str(workers), "--time-budget", str(args.budget)]
     if args.home:
-        cmd += ["--home", args.home]
+        cmd += ["--home", str(args.home)]
     return subprocess.Popen(
         cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
     )
@@ -233,18 +231,18 @@ def _kinds(kinds: dict) -> str:
     return f" ({', '.join(f'{k}: {n}' for k, n in kinds.items())})" if kinds else ""
 
 
+HEADERS = ["pipeline", "clients", "searches", "throughput /s", "p50 ms", "p95 ms", "errors",
+           "old / new version", "adds (median s)"]  # fmt: skip
+
+
 def print_table(rows: list[Row]) -> None:
-    print(
-        "| pipeline | clients | searches | throughput /s | p50 ms | p95 ms | errors "
-        "| old / new version | adds (median s) |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r.mode} | {r.clients} | {r.searches} | {r.throughput:.2f} | {r.p50:,.0f} | "
-            f"{r.p95:,.0f} | {r.errors}{_kinds(r.error_kinds)} | {r.old} / {r.new} | "
-            f"{r.writes} ({r.write_s:.1f}) |"
-        )
+    cells = [
+        [r.mode, r.clients, r.searches, f"{r.throughput:.2f}", f"{r.p50:,.0f}", f"{r.p95:,.0f}",
+         f"{r.errors}{_kinds(r.error_kinds)}", f"{r.old} / {r.new}",
+         f"{r.writes} ({r.write_s:.1f})"]
+        for r in rows
+    ]  # fmt: skip
+    print(harness.table(HEADERS, cells))
 
 
 async def kill_run(args, url: str, proc: subprocess.Popen) -> dict:
@@ -317,12 +315,8 @@ def baseline(args) -> list[Row]:
         with Perspect.open(args.index, home=args.home, fast=fast) as p:
             for claim in CLAIMS[:2]:
                 p.search(claim)  # warm
-            took = []
             t0 = time.monotonic()
-            for claim in CLAIMS:
-                t = time.monotonic()
-                p.search(claim)
-                took.append(time.monotonic() - t)
+            took = [harness.timed(lambda c=c: p.search(c))[0] / 1000 for c in CLAIMS]
             seconds = time.monotonic() - t0
         mode = "--fast" if fast else "default"
         rows.append(
@@ -379,16 +373,15 @@ async def main_async(args) -> int:
             proc.wait(timeout=60)
         print("\nkill run (2 workers, 4 clients, --fast):")
         print(json.dumps(kill, indent=2))
-    if args.json:
-        out = {"rows": [r.__dict__ | {"throughput": r.throughput} for r in rows], "kill": kill}
-        Path(args.json).write_text(json.dumps(out, indent=2))
+    rows = [r.__dict__ | {"throughput": r.throughput} for r in rows]
+    harness.write_json(args.json, {"rows": rows, "kill": kill})
     return 0
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--index", default="default")
-    ap.add_argument("--home", default=None)
+    for opt in ("index", "home", "json"):
+        ap.add_argument(f"--{opt}", **harness.COMMON[opt])
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument(
         "--clients", type=lambda v: [int(x) for x in v.split(",") if x], default=[1, 4, 16]
@@ -402,9 +395,8 @@ def main() -> int:
     )
     ap.add_argument("--kill-after", type=float, default=10.0)
     ap.add_argument("--kill-duration", type=float, default=60.0, help="seconds of the kill run")
-    ap.add_argument("--logs", default=str(ROOT / ".cache" / "load"))
-    ap.add_argument("--json", default=None, help="also write the numbers here")
-    return asyncio.run(main_async(ap.parse_args()))
+    ap.add_argument("--logs", default=str(harness.ROOT / ".cache" / "load"))
+    return asyncio.run(main_async(ap.parse_args(argv)))
 
 
 if __name__ == "__main__":

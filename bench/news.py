@@ -3,13 +3,12 @@ answer shows under a perspective (or under the claim), against that perspective 
 strengthens / weakens / neither, by two judges apart, blind to the relation shown. For claims
 written for the reader bench (none tuned on).
 
-    python bench/news.py run --index default --label news-after [--home DIR]
-    python bench/news.py items --out DIR        # unjudged shown news, as judge batches
-    python bench/news.py tally --judgments DIR  # (bench/bearing.py's tally: one label file)
-    python bench/news.py score                  # claims with news, two leanings, precision
-    python bench/news.py add --index default [--home DIR] [--articles 500]  # a day's news
-    python bench/news.py cost --index default [--home DIR]  # a search with news and without
-    python bench/news.py own --index default [--home DIR]   # a reader's own article, added
+    python -m bench news run --index default --label news-after [--home DIR]
+    python -m bench news items --out DIR        # unjudged shown news, as judge batches
+    python -m bench news tally --judgments DIR  # (the bearing bench's tally: one label file)
+    python -m bench news score                  # claims with news, two leanings, precision
+    python -m bench news add --index default [--home DIR] [--articles 500]  # a day's news
+    python -m bench news own --index default [--home DIR]   # a reader's own article, added
 
 Prints per run: the claims with news, with news from two rated leanings, the sentences shown and
 the share of them a judge reads as the relation shown (right), the search's p50/p95 with the news
@@ -19,16 +18,15 @@ third-party, kept outside the repository like bench/bearing.py's).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench import bearing  # noqa: E402
+from bench import bearing, harness  # noqa: E402
 from bench.bearing import _key, _labels, tally, write_batches  # noqa: E402
-from bench.reader import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
+from bench.harness import ARGUMENT_CLAIMS, CLAIMS  # noqa: E402
 
 # beside bench/bearing.py's runs, in folders of their own: those read every run in theirs
 RUNS, TEXTS = bearing.RUNS / "news", bearing.TEXTS / "news"
@@ -109,30 +107,6 @@ def score(args) -> int:
               f"{two} ({two / len(rows):.0%}) | {len(shown)} | {len(judged)} | "
               f"{right / k:.1%} | {neither / k:.1%} | {(len(judged) - right - neither) / k:.1%} | "
               f"{np.percentile(took, 50):.0f} | {np.percentile(took, 95):.0f} |")  # fmt: skip
-    return 0
-
-
-def cost(args) -> int:
-    """A search's time with the news stage and without, on the same index in one warm process,
-    claim by claim, the order alternating (each claim's first search in both: different claims
-    for the two, so neither reads the other's kept states)."""
-    import numpy as np
-
-    from perspect.api import Perspect
-
-    claims = CLAIMS + ARGUMENT_CLAIMS
-    times: dict[str, list[float]] = {"with news": [], "without news": []}
-    with Perspect.open(args.index, home=args.home) as p:
-        stage = p.engine().news_stage
-        judge = stage.comparator
-        p.search("Warm-up: the first search loads the models", k=args.k)
-        for i, claim in enumerate(claims):
-            on = i % 2 == 0
-            stage.comparator = judge if on else None
-            times["with news" if on else "without news"].append(p.search(claim, k=args.k).took_ms)
-    for k, v in times.items():
-        print(f"{k}: {len(v)} searches, p50 {np.percentile(v, 50):.0f} ms, "
-              f"p95 {np.percentile(v, 95):.0f} ms")  # fmt: skip
     return 0
 
 
@@ -301,44 +275,48 @@ def add(args) -> int:
     return 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--index", default="default")
-    r.add_argument("--home", type=Path, default=None)
-    r.add_argument("--label", required=True)
-    r.add_argument("--k", type=int, default=10)
-    r.add_argument("--baseline", action="store_true", help="the previous main's news stage")
-    i = sub.add_parser("items")
-    i.add_argument("--out", type=Path, required=True)
-    i.add_argument("--size", type=int, default=250)
-    t = sub.add_parser("tally")
-    t.add_argument("--judgments", type=Path, required=True)
-    sub.add_parser("score")
-    c = sub.add_parser("cost")
-    c.add_argument("--index", default="default")
-    c.add_argument("--home", type=Path, default=None)
-    c.add_argument("--k", type=int, default=10)
-    o = sub.add_parser("own")
-    o.add_argument("--index", default="default")
-    o.add_argument("--home", type=Path, default=None)
-    o.add_argument("--k", type=int, default=10)
-    a = sub.add_parser("add")
-    a.add_argument("--index", default="default")
-    a.add_argument("--home", type=Path, default=None)
-    a.add_argument("--articles", type=int, default=500)
-    a.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "politihop")
-    args = ap.parse_args()
-    return {
-        "run": run,
-        "items": items,
-        "tally": tally,
-        "score": score,
-        "add": add,
-        "cost": cost,
-        "own": own,
-    }[args.cmd](args)
+def _args(*more):
+    """A subcommand's own options: `--k` (clusters shown) and whatever `more` adds."""
+
+    def add(p) -> None:
+        p.add_argument("--k", type=int, default=10)
+        for name, kw in more:
+            p.add_argument(name, **kw)
+
+    return add
+
+
+def main(argv=None) -> int:
+    where = ("index", "home")
+    return harness.commands(
+        __doc__,
+        {
+            "run": (
+                run,
+                where,
+                _args(("--label", dict(required=True)), ("--baseline", dict(action="store_true"))),
+            ),
+            "items": (
+                items,
+                (),
+                _args(
+                    ("--out", dict(type=Path, required=True)),
+                    ("--size", dict(type=int, default=250)),
+                ),
+            ),
+            "tally": (tally, (), _args(("--judgments", dict(type=Path, required=True)))),
+            "score": (score, (), None),
+            "own": (own, where, _args()),
+            "add": (
+                add,
+                where,
+                _args(
+                    ("--articles", dict(type=int, default=500)),
+                    ("--data", dict(type=Path, default=harness.SHARED / "politihop")),
+                ),
+            ),
+        },
+    )(argv)
 
 
 if __name__ == "__main__":

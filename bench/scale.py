@@ -43,7 +43,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
+from bench import harness  # noqa: E402
 from perspect.core.datasets.perspectrum import load_claims  # noqa: E402
 from perspect.core.types import Item  # noqa: E402
 
@@ -123,9 +123,8 @@ def open_rss_mb(path: Path) -> float:
     return int(out.stdout.strip()) / 1024
 
 
-def pct(times: list[float], q: float) -> float:
-    times = sorted(times)
-    return round(times[min(len(times) - 1, round(q * (len(times) - 1)))], 1)
+def _pct(times: list[float], q: float) -> float:
+    return round(harness.pct(times, q), 1)
 
 
 # -- the parent: base encodings, one child per (size, retriever), the table ------------------------
@@ -272,10 +271,10 @@ def ann_child(size: int, work: Path, queries: list[str], ann_queries: list[str],
                 "file_mb": round(file_mb),
                 "open_rss_mb": round(open_mb),
                 "recall10": round(float(recall), 3),
-                "p50": pct(times, 0.5),
-                "p95": pct(times, 0.95),
-                "full_p50": pct(full, 0.5) if full else None,
-                "full_p95": pct(full, 0.95) if full else None,
+                "p50": _pct(times, 0.5),
+                "p95": _pct(times, 0.95),
+                "full_p50": _pct(full, 0.5) if full else None,
+                "full_p95": _pct(full, 0.95) if full else None,
             }
         )
         print("ROW " + json.dumps(rows[-1]), flush=True)

@@ -1,27 +1,22 @@
 """Soak of `perspect serve`: hours of searches while news and documents are added and deleted.
 
-    python bench/soak.py [--index default] [--home indexes] [--minutes 60] [--clients 2]
+    python -m bench soak [--index default] [--home indexes] [--minutes 60] [--clients 2]
                          [--write-every 5] [--delete-every 4] [--cli-every 20] [--out FILE]
 
-What a service that stays up meets, measured (issue 57). On a scratch copy of INDEX (the original
-is never written), for `--minutes`:
-- `perspect serve` (its own process, one worker) answers `--clients` clients searching without
-  pause (the default pipeline, claims in turn);
-- a writer POSTs one article every `--write-every` seconds, to /news and /documents in turn, each
-  with a token of its own; every `--delete-every`th write a `perspect index delete` process (a
-  second writer) deletes the oldest article still in;
-- a second reader process searches the index from the CLI (`perspect search TOKEN --pool P
-  --retriever bm25`) for the last article added, every `--cli-every` seconds, and checks it is
-  the top hit (a write the service published is seen by another process);
-- per `--bucket` seconds (a minute): searches, errors, p50/p95, the server's resident memory and
-  fewest open file descriptors (sampled each half second), the index's size on disk (each inode
-  once) and its number of versions.
+What a service that stays up meets (issue 57). On a scratch copy of INDEX, for `--minutes`:
+`perspect serve` (its own process, one worker) answers `--clients` clients searching without
+pause (the default pipeline, the load bench's claims); a writer POSTs an article every
+`--write-every` s, to /news and /documents in turn, each with a token of its own; every
+`--delete-every`th write a `perspect index delete` process (a second writer) deletes the oldest
+article still in; every `--cli-every` s another process searches (`perspect search TOKEN`, bm25)
+for the last article added: its top hit (a write the service published is seen by another
+process). Per `--bucket` seconds: searches, errors, p50/p95, the server's resident memory and
+fewest open file descriptors, the index's size on disk (each inode once) and its versions.
 
-At the end every article still in is found by its token (HTTP, bm25 on its pool), every deleted
-one is not, and `perspect index status` counts the sentences added less those deleted. The
-verdict lines: 0 errors, nothing lost or doubled, memory and descriptors flat (the last quarter's
-mean at most 10 % over the second quarter's; descriptors 4 more, a few clients' sockets), versions
-bounded (reclaimed: layout.IndexDir.publish
+At the end every article still in is found by its token, every deleted one is not, and `perspect
+index status` counts the sentences added less those deleted. The verdict: 0 errors, nothing lost
+or doubled, memory and descriptors flat (the last quarter's mean at most 10 % over the second
+quarter's; descriptors 4 more, a few clients' sockets), versions bounded (layout.IndexDir.publish
 drops every version no reader leases). Exit 1 when one fails.
 """
 
@@ -44,10 +39,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-
-from load import CLAIMS, TOPICS  # noqa: E402  the load bench's claims and article topics
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import harness
+from bench.harness import pct
+from bench.load import CLAIMS, TOPICS  # the load bench's claims and article topics
 
 
 def perspect(*args: str) -> list[str]:
@@ -80,6 +75,7 @@ class Run:
     added: dict[str, dict] = field(default_factory=dict)  # article id -> {pool, token, sentences}
     deleted: set[str] = field(default_factory=set)
     cli_misses: list[str] = field(default_factory=list)
+    max_versions: int = 0  # the most versions on disk at once, sampled each half second
 
     def now(self) -> Bucket:
         return self.buckets[-1]
@@ -97,11 +93,15 @@ def article(run_id: str, n: int) -> tuple[str, str, dict]:
     return aid, token, {"id": aid, "title": f"Soak report {n}", "outlet": "Soak Wire", "text": text}
 
 
-# -- what is measured of the server and the index ---------------------------------------------------
+# -- what is measured of the server and the index --------------------------------------------------
 def rss_mb(pid: int) -> float:
     """Resident memory of the server and its children (uvicorn may fork), MB."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
     total = 0
-    for p in [pid, *children(pid)]:
+    for p in [pid, *map(int, children)]:
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -109,13 +109,6 @@ def rss_mb(pid: int) -> float:
         except OSError:
             pass
     return total / 1024
-
-
-def children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 def fds(pid: int) -> int:
@@ -147,7 +140,7 @@ def versions(folder: Path) -> int:
         return 0
 
 
-# -- the actors ---------------------------------------------------------------------------------
+# -- the actors ------------------------------------------------------------------------------------
 async def client(c: httpx.AsyncClient, run: Run, stop_at: float, offset: int) -> None:
     i = offset
     while time.monotonic() < stop_at:
@@ -250,31 +243,26 @@ async def sampler(run: Run, pid: int, folder: Path, stop_at: float, bucket_s: fl
         while time.monotonic() < end:
             await asyncio.sleep(min(0.5, max(0.0, end - time.monotonic())))
             fewest = min(fewest, fds(pid))
+            run.max_versions = max(run.max_versions, versions(folder))
         b = run.now()
-        lat = sorted(b.latencies)
-        if lat:
-            b.p50_ms = 1000 * statistics.median(lat)
-            b.p95_ms = 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]
+        if b.latencies:
+            b.p50_ms, b.p95_ms = 1000 * pct(b.latencies, 0.5), 1000 * pct(b.latencies, 0.95)
         b.rss_mb, b.fds = rss_mb(pid), min(fewest, fds(pid))
         b.disk_mb, b.versions = disk_mb(folder), versions(folder)
-        print(row(b), flush=True)
+        print(ROW.format_map(vars(b)), flush=True)
         if time.monotonic() >= stop_at - 0.5:
             return
         run.buckets.append(Bucket(len(run.buckets)))
 
 
-def row(b: Bucket) -> str:
-    return (
-        f"{b.minute:>4} {b.searches:>8} {b.errors:>6} {b.p50_ms:>7.0f} {b.p95_ms:>7.0f} "
-        f"{b.rss_mb:>8.0f} {b.fds:>5} {b.disk_mb:>8.1f} {b.versions:>4} "
-        f"{b.writes:>6} {b.deletes:>7} {b.cli_searches:>4}"
-    )
-
-
+ROW = (
+    "{minute:>4} {searches:>8} {errors:>6} {p50_ms:>7.0f} {p95_ms:>7.0f} {rss_mb:>8.0f} "
+    "{fds:>5} {disk_mb:>8.1f} {versions:>4} {writes:>6} {deletes:>7} {cli_searches:>4}"
+)  # a bucket's line, under HEADER
 HEADER = "   # searches errors p50(ms) p95(ms)  RSS(MB)   fds disk(MB) vers writes deletes  cli"
 
 
-# -- the end: nothing lost, nothing doubled ---------------------------------------------------------
+# -- the end: nothing lost, nothing doubled --------------------------------------------------------
 async def check_writes(c: httpx.AsyncClient, run: Run, index: str) -> dict:
     """Every article still in is found by its token (its top hit), every deleted one is not."""
     lost, ghosts = [], []
@@ -291,13 +279,8 @@ async def check_writes(c: httpx.AsyncClient, run: Run, index: str) -> dict:
 
 
 def pool_counts(home: Path, index: str) -> dict[str, int]:
-    out = subprocess.run(
-        perspect("index", "status", "--name", index, "--home", str(home), "--json"),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    got = json.loads(out)
+    cmd = perspect("index", "status", "--name", index, "--home", str(home), "--json")
+    got = json.loads(subprocess.check_output(cmd, text=True, stderr=subprocess.PIPE))
     rows = got["indexes"] if isinstance(got, dict) and "indexes" in got else got
     row = rows[0] if isinstance(rows, list) else rows
     return {p: e["count"] for p, e in row["pools"].items()}
@@ -312,18 +295,16 @@ def flat(values: list[float], slack: float = 0.0) -> tuple[bool, float, float]:
     return b <= a * 1.10 + slack, a, b
 
 
-def verdict(
-    run: Run, writes: dict, counts: dict, expected: dict, max_versions: int, readers: int
-) -> dict:
+def verdict(run: Run, writes: dict, counts: dict, expected: dict, readers: int) -> dict:
     full = run.buckets[:-1] if len(run.buckets) > 2 else run.buckets  # the last may be partial
     rss_ok, rss_a, rss_b = flat([b.rss_mb for b in full])
     fd_ok, fd_a, fd_b = flat([float(b.fds) for b in full], slack=4)  # a client's sockets
-    lat = sorted(x for b in run.buckets for x in b.latencies)
+    lat = [x for b in run.buckets for x in b.latencies]
     return {
         "searches": sum(b.searches for b in run.buckets),
         "errors": len(run.errors),
-        "p50_ms": round(1000 * statistics.median(lat), 1) if lat else None,
-        "p95_ms": round(1000 * lat[int(0.95 * (len(lat) - 1))], 1) if lat else None,
+        "p50_ms": round(1000 * pct(lat, 0.5), 1) if lat else None,
+        "p95_ms": round(1000 * pct(lat, 0.95), 1) if lat else None,
         "writes": len(run.added),
         "deletes": len(run.deleted),
         "cli_searches": sum(b.cli_searches for b in run.buckets),
@@ -334,7 +315,7 @@ def verdict(
         "expected_counts": expected,
         "rss_mb": {"second_quarter": round(rss_a, 1), "last_quarter": round(rss_b, 1)},
         "fds": {"second_quarter": round(fd_a, 1), "last_quarter": round(fd_b, 1)},
-        "max_versions": max_versions,
+        "max_versions": run.max_versions,
         "ok": {
             "no errors": not run.errors,
             "nothing lost or doubled": not writes["lost"]
@@ -346,12 +327,12 @@ def verdict(
             # the live one, the one being written, and one per reader that may hold an older
             # one (each client's search in the server, the CLI reader): never more, however
             # many writes
-            "versions reclaimed": max_versions <= 2 + readers,
+            "versions reclaimed": run.max_versions <= 2 + readers,
         },
     }
 
 
-# -- the run ------------------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------------------
 def copy_index(home: Path, index: str, scratch: Path) -> Path:
     """The live version of INDEX (and what sits beside its versions) into a scratch home."""
     src = home / index
@@ -365,12 +346,6 @@ def copy_index(home: Path, index: str, scratch: Path) -> Path:
 
     shutil.copytree(src, dst, ignore=skip)
     return dst
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -400,13 +375,6 @@ async def soak(args, home: Path, folder: Path, proc: subprocess.Popen, url: str)
     run = Run(buckets=[Bucket(0)])
     stop_at = time.monotonic() + 60 * args.minutes
     print(HEADER, flush=True)
-    max_versions = [0]
-
-    async def watch_versions() -> None:
-        while time.monotonic() < stop_at:
-            max_versions[0] = max(max_versions[0], versions(folder))
-            await asyncio.sleep(0.5)
-
     limits = httpx.Limits(max_connections=args.clients + 2)
     async with httpx.AsyncClient(base_url=url, timeout=args.request_timeout, limits=limits) as c:
         await asyncio.gather(
@@ -414,7 +382,6 @@ async def soak(args, home: Path, folder: Path, proc: subprocess.Popen, url: str)
             writer(c, run, args, run_id, home, stop_at),
             cli_reader(run, args, home, stop_at),
             sampler(run, proc.pid, folder, stop_at, args.bucket),
-            watch_versions(),
         )
         writes = await check_writes(c, run, args.index)
     after = pool_counts(home, args.index)
@@ -426,35 +393,31 @@ async def soak(args, home: Path, folder: Path, proc: subprocess.Popen, url: str)
         "args": {k: str(v) for k, v in vars(args).items()},
         "minutes": [{k: v for k, v in asdict(b).items() if k != "latencies"} for b in run.buckets],
         "errors_seen": run.errors[:20],
-        **verdict(run, writes, after, expected, max_versions[0], args.clients + 1),
+        **verdict(run, writes, after, expected, args.clients + 1),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--index", default="default")
-    ap.add_argument("--home", type=Path, default=ROOT / "indexes")
+    ap.add_argument("--index", **harness.COMMON["index"])
+    ap.add_argument("--home", type=Path, default=harness.ROOT / "indexes")
     ap.add_argument("--model", help="the server's pair model (default: the bundle's)")
-    ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--bucket", type=float, default=60.0, help="seconds per row")
-    ap.add_argument("--clients", type=int, default=2)
-    ap.add_argument("--write-every", type=float, default=5.0)
-    ap.add_argument("--delete-every", type=int, default=4)
-    ap.add_argument("--cli-every", type=float, default=20.0)
-    ap.add_argument("--ready-timeout", type=float, default=900.0)
-    ap.add_argument("--request-timeout", type=float, default=300.0)
+    for flag, default in [("--minutes", 60.0), ("--clients", 2), ("--write-every", 5.0),
+                          ("--delete-every", 4), ("--cli-every", 20.0), ("--ready-timeout", 900.0),
+                          ("--request-timeout", 300.0)]:  # fmt: skip
+        ap.add_argument(flag, type=type(default), default=default)
     ap.add_argument("--scratch", type=Path, help="where the copy goes (default: a temp folder)")
     ap.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     if not (args.home / args.index / "CURRENT").is_file():
-        print(
-            f"error: no index {args.index!r} in {args.home} (make demo builds it)", file=sys.stderr
-        )
-        return 2
+        ap.error(f"no index {args.index!r} in {args.home} (make demo builds it)")  # exit 2
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="perspect-soak-"))
     home = scratch / "home"
     folder = copy_index(args.home, args.index, home)
-    port = free_port()
+    with socket.socket() as sock:  # a free port
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     cmd = perspect("serve", "--index", args.index, "--home", str(home), "--port", str(port))
     cmd += ["--model", args.model] if args.model else []
     cmd += ["--time-budget", str(args.request_timeout)]
@@ -472,8 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=60)
     print(json.dumps({k: v for k, v in got.items() if k not in ("minutes", "args")}, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(got, indent=1))
+    harness.write_json(args.out, got)
     for what, ok in got["ok"].items():
         print(f"{'ok  ' if ok else 'FAIL'} {what}")
     if args.scratch is None:

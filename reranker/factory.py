@@ -104,8 +104,8 @@ def load(
         named_by, got["pair"] = _pair(pair, serving)
     # the others at once where they are served from graphs: part of opening a session runs
     # without the GIL (a cold `perspect search` 4.54 s against 4.70 one after another: on two
-    # cores it is mostly CPU; bench/cold_start.py). A missing graph is exported under onnxrt's
-    # one export lock. On PyTorch one after another, as trained.
+    # cores it is mostly CPU; `python -m bench first cold`). A missing graph is exported under
+    # onnxrt's one export lock. On PyTorch one after another, as trained.
     others = [w for w in want if w not in ("pair", "reader")]
     if serving.onnx and len(others) > 1:
         with ThreadPoolExecutor(len(others), thread_name_prefix="perspect-load") as pool:

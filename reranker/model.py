@@ -188,7 +188,7 @@ class PairModel(ServedModel):
 
     def quantized(self) -> PairModel:
         """Int8 dynamic quantization of the linear layers for CPU inference (weights stay on
-        disk in float32). Measured in bench/latency.py and `perspect eval --quantize`."""
+        disk in float32). Measured in bench/cost.py and `perspect eval --quantize`."""
         if self.net is None:  # served by ONNX Runtime: int8 is PyTorch's, so load the network
             return PairModel.load(self.origin).quantized()
         import torch

@@ -60,8 +60,8 @@ from perspect.retriever.pylate_glue import (
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "nbits": 2,
-    # bench/colbert_build.py, evidence pool (531k token vectors): 4 iterations 119 s, 2 iterations
-    # 72 s, recall@10/20/60 .705/.812/.914 vs .701/.815/.912 from the same vectors
+    # `python -m bench build colbert`, evidence pool (531k token vectors): 4 iterations 119 s,
+    # 2 iterations 72 s, recall@10/20/60 .705/.812/.914 vs .701/.815/.912 from the same vectors
     "kmeans_niters": 2,
     "doc_maxlen": 256,
     "query_maxlen": 16,

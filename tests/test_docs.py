@@ -18,7 +18,7 @@ DOCS = [README, ROOT / "bench" / "RESULTS.md", *sorted((ROOT / "docs").glob("*.m
 README_MAX_LINES = 250
 # a repository path inside `code` or a Markdown link: top-level folders of this repository
 TOP = "docs|bench|perspect|tests|models|indexes|reranker|retriever|indexer|tui"
-PATH = re.compile(rf"(?<![\w./<$-])((?:{TOP})/[\w./-]*[\w/])")
+PATH = re.compile(rf"(?<![\w./<$:-])((?:{TOP})/[\w./-]*[\w/])")
 
 
 def _code_spans(text: str) -> list[str]:
@@ -154,21 +154,39 @@ def test_the_readmes_figures_are_the_current_tables(said, measured):
     assert measured in results, f"RESULTS.md does not hold {measured!r}, which the README quotes"
 
 
-def test_every_bench_results_names_runs_by_name():
-    """`python -m bench` lists each bench RESULTS.md names (its script by name), and runs it
-    by that name: `python -m bench NAME --help` answers; an unknown name is one line, exit 2."""
+def test_every_bench_command_the_docs_name_runs():
+    """Each `python -m bench NAME SUB` that RESULTS.md, the README or docs/ name is a bench and a
+    subcommand of it (`--help` answers for each: the parser, its options and subcommands, are
+    real); `python -m bench` lists them; an unknown name is one line, exit 2."""
     import subprocess
     import sys
 
-    named = set(re.findall(r"python bench/(\w+)\.py", (ROOT / "bench" / "RESULTS.md").read_text()))
+    text = "\n".join(p.read_text() for p in DOCS)
+    assert not re.findall(r"python bench/\w+\.py", text), "a bench is run as python -m bench NAME"
+    named = set(re.findall(r"python -m bench (\w+)(?: ([a-z][\w-]*))?", text))
     listed = subprocess.run([sys.executable, "-m", "bench"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)  # fmt: skip
     assert listed.returncode == 0
     names = {line.split()[0] for line in listed.stdout.splitlines() if line.strip()}
-    assert named and named <= names, named - names
-    helped = subprocess.run([sys.executable, "-m", "bench", "news", "--help"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert helped.returncode == 0 and "usage:" in helped.stdout
+    assert {n for n, _ in named} <= names, {n for n, _ in named} - names
+    for name, sub in sorted(named):
+        argv = [sys.executable, "-m", "bench", name, *([sub] if sub else []), "--help"]
+        got = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0 and "usage:" in got.stdout, (name, sub, got.stderr[-300:])
     bad = subprocess.run([sys.executable, "-m", "bench", "nope"], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_the_benches_share_one_harness():
+    """At most 20 files in bench/ besides its data (issue 74); every bench module reads the
+    harness (bench/harness.py) rather than keeping its own timing, claims and command line."""
+    here = ROOT / "bench"
+    files = [p for p in here.iterdir() if p.is_file() and p.suffix in (".py", ".md")]
+    assert len(files) <= 20, sorted(p.name for p in files)
+    for path in here.glob("*.py"):
+        if path.name in ("harness.py", "__main__.py"):
+            continue
+        src = path.read_text(encoding="utf-8")
+        assert "harness" in src, f"{path.name} does not use bench/harness.py"
+        assert "def pct(" not in src and "import baseline" not in src, path.name

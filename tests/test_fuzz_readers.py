@@ -7,8 +7,8 @@ never seen. The contract is that bad input is refused with the product's one-lin
 project's own fixtures mutated (byte flips, truncation, NULs and byte-order marks inserted, other
 encodings), generated files with wrong types, missing columns, ragged rows, deep nesting and huge
 fields, and random bytes. What a reader accepts must also go into the item store (SQLite, UTF-8
-JSON metadata), as an index build does next. `bench/fuzz_readers.py` runs the same properties
-for minutes per reader; every input that found a bug is kept here as an `@example`."""
+JSON metadata), as an index build does next. `python -m bench fuzz readers` runs the same
+properties for minutes per reader; every input that found a bug is kept here as an `@example`."""
 
 from __future__ import annotations
 

@@ -238,15 +238,16 @@ def test_the_api_fuzzed_from_its_own_description(
 ):
     """schemathesis, every check on, against a real `perspect serve` (its own process) over a
     tiny index and tiny models: no 500, no hang, no status the description does not list,
-    every error one line of JSON, nothing schemathesis finds (bench/fuzz_api.py's summary)."""
+    every error one line of JSON, nothing schemathesis finds (the summary of `python -m bench
+    fuzz api`)."""
     monkeypatch.setenv("PERSPECT_COMPARATOR", str(_comparator(tiny_base, tmp_path / "c", "all")))
     with serve_process(index_home, tiny_pair_model, "--time-budget", "60") as (proc, url):
         wait_healthy(url, lambda: proc.poll() is None, timeout=120)
         _until_ready(url, proc)
         r = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "fuzz_api.py"), "--url", url,
+            [sys.executable, "-m", "bench", "fuzz", "api", "--url", url,
              "--max-examples", "4", "--slow", "20", "--out", str(tmp_path / "fuzz"), "--json"],
-            capture_output=True, text=True, timeout=900,
+            capture_output=True, text=True, timeout=900, cwd=ROOT,
         )  # fmt: skip
     assert r.stdout, r.stderr[-2000:]
     rep = json.loads(r.stdout)

@@ -335,7 +335,7 @@ def test_arguments_about_the_thing_a_claim_acts_on_are_placed_by_its_second_read
             for name, claim in claims.items():
                 for line in (sources / f"{name}.jsonl").read_text().splitlines():
                     art = json.loads(line)
-                    # bench/sources.py's KIND: articles 1-4 argue for, 5-8 against, 9-10 report
+                    # bench/reader.py's KIND: articles 1-4 argue for, 5-8 against, 9-10 report
                     number = int(art["id"].rsplit("-", 1)[1])
                     if number > 8:
                         continue

@@ -119,7 +119,7 @@ def test_compare_two_articles(tmp_path):
 
 def test_compare_finds_disputes_the_stance_trunk_reads(monkeypatch):
     """bench/compare_cases.json's first three hand-written article pairs (30 aligned sentence
-    pairs, 19 contradicting; the later cases are measured by bench/compare_cases.py): the
+    pairs, 19 contradicting; the later cases are measured by `python -m bench compare cases`): the
     comparator alone linked none as a dispute, the stance trunk 6, the relation model 10; with
     the joint reader the bundle ships 11, and no agreement becomes a dispute."""
     from perspect import api

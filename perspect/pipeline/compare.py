@@ -305,7 +305,7 @@ def judge_pairs(
     (neither), by inference (`reader`'s, else the relation model's joint form, each under its
     own fitted cuts), the relation model's same-point head, the figures the two state
     (perspect.pipeline.quantities) and the listed opposites they use (perspect.pipeline.polarity).
-    The one judgment of two sentences: `compare` and bench/sentence_pairs.py both read it."""
+    The one judgment of two sentences: `compare` and `python -m bench compare pairs` read it."""
     contradict_at, entail_at = relation_cuts(reader or relation, cfg)
     p = inference(reader or relation, a, b, pairs) if pairs else np.zeros((0, 3))
     same = np.zeros(len(pairs))
@@ -316,7 +316,7 @@ def judge_pairs(
         entail, contra = float(p[k, 0]), float(p[k, 2])
         figures = _figure_spans(a[i], b[j])
         # both cuts cleared (the reader's cuts are low: .40 and .43): the likelier reading wins.
-        # On bench/sentence_pairs.py 16 -> 18 of 41 right ("The team lost the final" / "did not
+        # On bench/sentence_pairs.json 16 -> 18 of 41 right ("The team lost the final" / "did not
         # win the final": E .51, C .49), compare_cases unchanged (13/19, 11/11; 22/33, 16/20)
         entailed = entail >= entail_at and entail > contra and not figures
         # listed opposites with their negations (perspect.pipeline.polarity): "rejected" / "did

@@ -80,8 +80,8 @@ class EngineConfig:
     evidence_per_cluster: int = 3  # paragraphs shown per cluster
     min_overlap: float = 0.2  # stem Jaccard for an equivalence candidate pair
     thin_side: float = 0.25  # warn when a side has less than this share of clusters
-    # int8 cross-encoders (bench/latency.py): ONNX Runtime's per-channel copies of their graphs
-    # (runtime "onnx"), PyTorch's dynamic int8 (runtime "torch")
+    # int8 cross-encoders (`python -m bench cost search`): ONNX Runtime's per-channel copies of
+    # their graphs (runtime "onnx"), PyTorch's dynamic int8 (runtime "torch")
     quantize: bool = False
     # the equivalence cross-encoder's own choice (None: as `quantize`): its int8 scores correlate
     # .70 with fp32 (160 pairs) and cost T3 over clusters 1.5, where the pair model's cost nothing
@@ -100,12 +100,12 @@ class EngineConfig:
     # int8: all 63.65 / 68.82, 48: 63.97 / 67.65, 24: 60.68 / 65.93 (fp32, all: 63.03 / 69.29);
     # PyTorch's per-tensor int8 (runtime "torch") cost more: all 62.3 / 67.8, 24: 60.5 / 65.4.
     # The default, 160, changed no partition of the 139 dev claims' searches (the most pairs one
-    # asks: 186) and bounds a pool with hundreds of relevant perspectives a claim (bench/pool.py:
-    # up to 432 pairs).
+    # asks: 186) and bounds a pool with hundreds of relevant perspectives a claim (`python -m
+    # bench first pool`: up to 432 pairs).
     equivalence_ce_max_pairs: int | None = 160
     # Past this many pairs in a search (the highest bounds first), the equivalence
     # cross-encoder's int8 copy scores the rest (None: the one model for every pair; no effect
-    # when the cross-encoder is int8 already). Median search: 12 pairs, p95 100 (bench/latency.py):
+    # when the cross-encoder is int8 already). Median search: 12 pairs, p95 100 (bench/cost.py):
     # the tail's claims pay about half per extra pair; 6 of the 139 dev searches' partitions
     # differ from fp32's (99.7 % of pairs grouped alike). `perspect eval` scores T3 as the default
     # engine does (both settings) beside every pair in fp32. Figures: bench/RESULTS.md, "Latency".

@@ -5,7 +5,7 @@ Why a word list and not the model alone: the joint reader learned from Breaking 
 swapped antonym contradicts ("open" -> "closed") and from every corpus that an added "not"
 contradicts; nothing taught it that both at once say the same thing. It reads "The council
 rejected the plan" against "The council did not approve the plan" as a dispute, and 12 of the 18
-agreements of bench/sentence_pairs.py's first two sets so. Retraining it on such rows cost the
+agreements of bench/sentence_pairs.json's first two sets so. Retraining it on such rows cost the
 disputes the issue's own bench counts (bench/STUDIES.md, "Three follow-ups to the joint reader");
 a rule that fires only on a listed pair of opposites leaves every other pair to the model.
 
@@ -139,8 +139,8 @@ def _contrasted(wa: list[str], wb: list[str], opposites: set[str]) -> bool:
     """The two sentences speak of two different things: a word only one of them has stands
     where a word only the other has stands, between the same words ("the *north* entrance
     will stay open" / "the *south* entrance will be closed"; the opposites count as one word).
-    Without it, bench/sentence_pairs.py's fourth set read its four pairs of different facts as
-    disputes."""
+    Without it, bench/sentence_pairs.json's fourth set read its four pairs of different facts
+    as disputes (`python -m bench compare pairs`)."""
 
     def frame(words: list[str]) -> list[str]:  # plurals as their singular: "inspection(s)"
         return [

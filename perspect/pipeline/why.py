@@ -122,7 +122,7 @@ def without_restatements(
     sentence closest to a perspective is often the perspective itself, quoted by its paragraph
     ("space exploration is a waste of money." under "space exploration is a waste of money"),
     which says what, not why. Such a cluster says "no backing sentence found". On the 16 unseen
-    claims of bench/reasons.py, 2 of 12 cited reasons were restatements (word-set Jaccard 1.0
+    claims of bench/reader.py reasons, 2 of 12 cited reasons were restatements (word-set Jaccard 1.0
     and .67, a copy with its typos mended); on 60 dev claims, 0 of 35. The closest reason kept
     there is at .59: a report's finding in the perspective's words, with who found it."""
     return [

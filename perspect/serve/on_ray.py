@@ -27,8 +27,8 @@ log = logging.getLogger("perspect.serve")
 PAUSE_S = 0.25  # between a lost search and its next try
 # A replica's searches at once, per search this machine's server runs at once: a search on the
 # cluster waits on its shards and its batched encodings, and its replica's cores idle meanwhile
-# unless others run. bench/ray_serve.py, 1 node, 8 clients: 4.93 / 6.49 / 7.30 searches a second
-# at 2 / 4 / 8 at once (the embedded server 7.97 at 2).
+# unless others run. `python -m bench ray serve`, 1 node, 8 clients: 4.93 / 6.49 / 7.30 searches
+# a second at 2 / 4 / 8 at once (the embedded server 7.97 at 2).
 HOPS = 4
 
 

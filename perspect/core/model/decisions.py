@@ -226,7 +226,7 @@ class MiningDecision:
     (perspect.pipeline.stance.StanceScorer.from_trunk), read from the same pass. A
     stack fitted on the mined candidates' own matched sides sided 37 of 78 sentences of the
     hand-written sources' arguing articles as their articles do; the stance decision 52
-    (bench/sources.py).
+    (bench/reader.py sources).
     """
 
     argument: Stack

@@ -255,8 +255,9 @@ def negatable(a: str) -> bool:
 
 def direction_rows(folder: Path, split: str) -> list[Row]:
     """The direction data's rows of one split (`rephrase` rows left out: restating A is not an
-    argument for it; bench/direction.py reports them apart). Source: `direction-<level>`, and
-    `direction-<level>-neither` for the live debates' unrelated pairs (capped apart)."""
+    argument for it; `python -m bench argument direction` reports them apart). Source:
+    `direction-<level>`, and `direction-<level>-neither` for the live debates' unrelated pairs
+    (capped apart)."""
     out = []
     for r in read_jsonl(folder / f"{split}.jsonl"):
         y = DIRECTION_LABELS.get(r["label"])
