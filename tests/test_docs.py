@@ -178,6 +178,30 @@ def test_every_bench_command_the_docs_name_runs():
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
 
 
+def test_every_command_results_names_answers():
+    """Each `perspect CMD [SUB]` and `python -m perspect.MODULE` that RESULTS.md names as the
+    command of a figure parses: `--help` answers (a renamed command or module fails here)."""
+    import subprocess
+    import sys
+
+    text = (ROOT / "bench" / "RESULTS.md").read_text()
+    cli = set(re.findall(r"`perspect ([a-z]+)(?: ([a-z]+))?", text))
+    modules = set(re.findall(r"python -m (perspect\.[a-z_.]+[a-z])", text))
+    assert cli and modules
+    script = Path(sys.executable).with_name("perspect")
+    for cmd, sub in sorted(cli):
+        argv = [str(script), cmd, *([sub] if sub and sub not in ("then", "of") else []), "--help"]
+        got = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        if got.returncode != 0 and sub:  # `perspect search "..."`: the word after is no subcommand
+            argv = [str(script), cmd, "--help"]
+            got = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert got.returncode == 0 and "usage:" in got.stdout, (cmd, sub, got.stderr[-300:])
+    for module in sorted(modules):
+        got = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert got.returncode == 0 and "usage:" in got.stdout, (module, got.stderr[-300:])
+
+
 def test_the_benches_share_one_harness():
     """At most 20 files in bench/ besides its data (issue 74); every bench module reads the
     harness (bench/harness.py) rather than keeping its own timing, claims and command line."""
