@@ -1,7 +1,7 @@
 """`perspect compare`: its cost on two long articles, and what it finds in hand-written cases.
 
     python -m bench compare cost [--data data/claimdiff] [--model models/comparator] [--n 200]
-    python -m bench compare cases [--model DIR] [--no-stance] [--trunk DIR]
+    python -m bench compare cases [--model DIR] [--no-stance | --no-comparator] [--trunk DIR]
     python -m bench compare pairs [--model DIR] [--relation-only] [--trunk DIR]
 
 `cost`: how long `compare` takes for two 200-sentence articles, and what the prefilter saves. The
@@ -157,7 +157,10 @@ def cases(args) -> int:
     from perspect.reranker import stance_trunk
     from perspect.reranker.comparator import Comparator
 
-    cmp = Comparator.open(args.model or paths.comparator_model())
+    if args.no_comparator and args.no_stance:
+        raise SystemExit("error: --no-comparator and --no-stance leave nothing to compare with")
+    # --no-comparator: the trunk alone (what compare would read without the comparator entry)
+    cmp = None if args.no_comparator else Comparator.open(args.model or paths.comparator_model())
     enc = encoder()
     folder = None if args.no_stance else (args.trunk or stance_trunk.bundled())
     stance = stance_trunk.StanceTrunk.load(folder, serving=True) if folder else None
@@ -187,6 +190,9 @@ def cases_args(p) -> None:
     trunk_args(p)
     p.add_argument(
         "--no-stance", action="store_true", help="the comparator alone (no stance trunk disputes)"
+    )
+    p.add_argument(
+        "--no-comparator", action="store_true", help="the trunk alone (no comparator entry)"
     )
 
 
