@@ -47,7 +47,10 @@ def main(argv: list[str]) -> int:
     try:
         runpy.run_path(str(HERE / f"{name}.py"), run_name="__main__")
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if isinstance(e.code, int) or e.code is None:
+            return e.code or 0
+        print(e.code, file=sys.stderr)  # SystemExit("error: ..."): the one line, as Python would
+        return 1
     return 0
 
 
