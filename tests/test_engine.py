@@ -185,3 +185,16 @@ def test_t3_as_the_default_engine_scores_reads_int8_past_the_fp32_budget():
     assert tiered["T3_clusters"].recall == 0.0 and tiered["T3"].recall == 0.0
     one = pe.t3_budgeted(pred, d, None, fp32=1)  # one pair merges; its partner cannot join
     assert 0.0 < one["T3_clusters"].recall < 1.0
+
+
+def test_t1_on_a_mixed_index_counts_other_sources_as_not_gold():
+    """`perspect eval perspectrum --index default` on `make demo`'s index, whose perspectives mix
+    PERSPECTRUM's numeric ids with the debates' `debatepedia:...`: T1 scores it (the others are
+    never gold) instead of failing on `int()`."""
+    from perspect.lab import perspectrum_eval as pe
+
+    ids = ["debatepedia:debatepedia-causal-00837_1_4", "12", "touche23:x", "7"]
+    got = [pe.pid_of(i) for i in ids]
+    assert got[1::2] == [12, 7] and got[0] < 0 and got[2] < 0 and got[0] != got[2]
+    prf = pe.ir_t1([([[12], [7, 8]], got, None)], k=4)  # both gold clusters found, 2 of 4 hits
+    assert prf.recall == 1.0 and prf.precision == 0.5

@@ -7,6 +7,7 @@ code that evaluation runs, and evaluation never tunes on the split it reports.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,16 @@ class Predictions:
     t3_cheap: list[float] = field(default_factory=list)
 
 
+def pid_of(item_id: str) -> int:
+    """A retrieved perspective's PERSPECTRUM id, or a negative number of its own for one from
+    another source (the debates' `debatepedia:...` in `make demo`'s index): never gold, so T1 on
+    a mixed index counts it wrong rather than failing on it (an under-estimate: such a
+    perspective may well bear on the claim)."""
+    if item_id.isdigit():
+        return int(item_id)
+    return -1 - int.from_bytes(hashlib.blake2b(item_id.encode(), digest_size=6).digest(), "big")
+
+
 def predict(
     engine,
     claims: Sequence[Claim],
@@ -73,12 +84,12 @@ def predict(
             hits, query = engine.candidates(c.text, k_persp)
             head = engine.judge(query, hits).head
             feats = engine.relevance_features(hits, query, head)
-            pred.t1.append((gold, [int(h.id) for h in hits], feats))
+            pred.t1.append((gold, [pid_of(h.id) for h in hits], feats))
             if getattr(engine, "bearing", None) is not None:
                 from types import SimpleNamespace
 
                 kept, _ = engine.kept(c.text, SimpleNamespace(hits=hits, query=query))
-                pred.t1_kept.append((gold, [int(m.id) for m in kept]))
+                pred.t1_kept.append((gold, [pid_of(m.id) for m in kept]))
         gp = c.gold_sides(perspectives)
         support: dict[int, float] = {}
         if gp and ("stance" in tasks or cosine):
