@@ -179,7 +179,7 @@ def test_every_bench_command_the_docs_name_runs():
 
 
 def test_every_command_results_names_answers():
-    """Each `perspect CMD [SUB]` and `python -m perspect.MODULE` that RESULTS.md names as the
+    """Each `perspect CMD [SUB]` and `python -m` module of perspect that RESULTS.md names as the
     command of a figure parses: `--help` answers (a renamed command or module fails here)."""
     import subprocess
     import sys
