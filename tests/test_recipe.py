@@ -189,3 +189,38 @@ def test_an_intermediate_stage_runs_only_where_a_step_reading_it_must(
     _, logs = plan()
     assert logs[0].startswith("stage: would run") and "needed by uses" in logs[0]
     assert logs[1].startswith("up: would run") and logs[2].startswith("uses: would run")
+
+
+@pytest.mark.slow
+def test_a_repack_keeps_every_finished_step_up_to_date(
+    tiny_perspectrum, tiny_base, tmp_path, monkeypatch
+):
+    """`repack` stores an entry anew (int8 differences from its base) and carries the records
+    of the steps that read it over to their new keys: `make models` then finds nothing to redo,
+    where without the carry-over the step reading it would read as stale."""
+    import torch
+
+    from perspect.reranker.model import PairModel
+    from perspect.reranker.pair_net import freeze_lower
+
+    root = tmp_path / "models"
+    trained = PairModel.from_base(tiny_base, tasks=["relevance"])  # an entry training moved
+    freeze_lower(trained.net.encoder, 1)
+    with torch.no_grad():
+        for p in trained.net.parameters():
+            if p.requires_grad:
+                p.add_(0.05 * torch.randn_like(p))
+    trained.save(root / "dense")
+    recipe.make(tiny_perspectrum, root, [STEP], base=tiny_base, log=lambda _: None)
+    monkeypatch.setattr(bundle, "HALF_MIN_ELEMENTS", 256)  # the tiny base's matrices are small
+    logs: list[str] = []
+    carried = recipe.repack(tiny_perspectrum, ["dense"], root, tiny_base, logs.append,
+                            recipe=[STEP])  # fmt: skip
+    assert carried == ["pair"] and bundle.BundleEntry.read(root / "dense").weights
+    assert any(
+        s.get("int8_delta") for s in bundle.BundleEntry.read(root / "dense").weights.values()
+    )
+    again = recipe.make(
+        tiny_perspectrum, root, [STEP], base=tiny_base, dry_run=True, log=logs.append
+    )
+    assert [o.ran for o in again] == [False] and "pair: up to date" in logs[-1]

@@ -146,6 +146,88 @@ def steps(
     return tuple(out)
 
 
+def _data_shas(recipe, data: Path, other: OtherData, log) -> dict[str, list | None]:
+    """Each step's training data checksums (None: its data is missing, and it is skipped)."""
+    data_sha = data_fingerprints(data)
+    return {step.name: data_of(step, data_sha, other, log) for step in recipe}
+
+
+def _keyed(recipe, data, root, base, other, shas, before: dict[str, str], staged: dict[str, str]):
+    """Each runnable step with its inputs key as the files stand now, in order (lazily: a step
+    run or re-recorded before the next is asked changes the next one's key)."""
+    shipped = {s.writes for s in recipe if s.ships}
+    for step in recipe:
+        if shas[step.name] is None:
+            continue
+        fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
+        key = inputs_key(step, data, root, before.get(step.writes, ""), step.base or base,
+                         shas[step.name], fixes, staged)  # fmt: skip
+        before[step.writes] = key
+        if not step.ships and step.writes not in shipped:
+            staged[step.writes] = key
+        yield step, key, entry_folder(step.writes, root, staged)
+
+
+def done(step: Step, key: str, folder: Path) -> bool:
+    """Whether `folder`'s record holds `step` finished under `key`."""
+    return any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder))
+
+
+def repack(
+    data: str | Path,
+    names: Sequence[str],
+    root: str | Path | None = None,
+    base: str | None = None,
+    log: Callable[[str], None] = print,
+    other: OtherData | None = None,
+    recipe: Sequence[Step] | None = None,
+) -> list[str]:
+    """Store entries `names` anew in the current format (`bundle.pack`: the trained matrices as
+    int8 differences from the base), and carry each finished step's record over to the key its
+    inputs have after it. Why carry them: a storage change is not a change of what any step
+    computed from (the weights move by about 1e-4 of themselves, closer to the trained ones than
+    float16 kept them), and without it every step reading a repacked entry's `bundle.json` would
+    read as stale: hours of `make models` for nothing. The dev figures are taken again after
+    it (bench/RESULTS.md), not refitted. Returns the steps whose records were carried over."""
+    other = other or OtherData()
+    data, root = Path(data), Path(root or paths.models_dir())
+    recipe = tuple(recipe or steps())
+    shas = _data_shas(recipe, data, other, log)
+    was_done = {
+        step.name: done(step, key, folder)
+        for step, key, folder in _keyed(recipe, data, root, base, other, shas, {}, {})
+    }
+    for name in names:
+        entry = bundle.BundleEntry.read(root / name)
+        full = bundle.materialize(root / name)
+        before = entry.size
+        bundle.pack(full, root / name, name=entry.name, role=entry.role, base_id=entry.base_id,
+                    base_subdir=entry.base_subdir, record=entry.record)  # fmt: skip
+        log(
+            f"{name}: {before / 1e6:.1f} MB -> {bundle.BundleEntry.read(root / name).size / 1e6:.1f} MB"
+        )
+    carried = []
+    for step, key, folder in _keyed(recipe, data, root, base, other, shas, {}, {}):
+        if was_done.get(step.name) and not done(step, key, folder):
+            _rekey(folder, step.name, key)
+            carried.append(step.name)
+    log(f"records carried over to their new keys: {', '.join(carried) or 'none'}")
+    return carried
+
+
+def _rekey(folder: Path, name: str, key: str) -> None:
+    """Step `name`'s recorded key replaced in place (its place in the record kept: the direction
+    step's check reads their order)."""
+    f = folder / bundle.MANIFEST
+    m = json.loads(f.read_text())
+    for s in m["record"].get("steps", []):
+        if s.get("step") == name:
+            s["key"] = key
+    tmp = f.with_name(f".{f.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(m, indent=1) + "\n")
+    tmp.replace(f)
+
+
 def trainer_work(name: str) -> Path:
     """A work folder beside the argument model's (outside the repository): its own cached
     states and checkpoint, so the two runs never take each other's for another recipe's."""
@@ -247,27 +329,10 @@ def make(
         known = ", ".join(s.name for s in recipe)
         raise PerspectError(f"unknown step {sorted(unknown)[0]!r}", hint=f"steps: {known}")
     reporter = reporter or NullReporter()
-    shipped = {s.writes for s in recipe if s.ships}
-    data_sha = data_fingerprints(data)
-    shas: dict[str, list | None] = {}
-    for step in recipe:
-        shas[step.name] = data_of(step, data_sha, other, log)
+    shas = _data_shas(recipe, data, other, log)
 
     def keyed(before: dict[str, str], staged: dict[str, str]):
-        """Each runnable step with its inputs key as the files stand now, in order."""
-        for step in recipe:
-            if shas[step.name] is None:
-                continue
-            fixes = other.corrections_sha() if step.task in PAIR_TRAINING else None
-            key = inputs_key(step, data, root, before.get(step.writes, ""), step.base or base,
-                             shas[step.name], fixes, staged)  # fmt: skip
-            before[step.writes] = key
-            if not step.ships and step.writes not in shipped:
-                staged[step.writes] = key
-            yield step, key, entry_folder(step.writes, root, staged)
-
-    def done(step: Step, key: str, folder: Path) -> bool:
-        return any(d.get("step") == step.name and d.get("key") == key for d in done_steps(folder))
+        return _keyed(recipe, data, root, base, other, shas, before, staged)
 
     # the plan, from the keys as things stand: a step runs when its key is not recorded, or when
     # it reads an entry a step before it will rewrite (that entry's checksum will change); an

@@ -5,8 +5,11 @@ Why: a fresh clone must answer with the whole pipeline, but base weights are nev
 small. Training freezes the lower layers (perspect.reranker.pair_net.freeze_lower), so a trained
 model differs from its base in a few tensors. `pack` stores a trained model folder as:
 
-- the safetensors files, holding only the tensors that differ from the base's (large float tensors
-  in float16, the rest as they are), with the full list of tensor names to rebuild;
+- the safetensors files, holding only the tensors that differ from the base's, with the full list
+  of tensor names to rebuild: a large matrix the base has too as its difference from the base's
+  in int8, a scale a row (`int8_delta`: a fine-tuned layer moves little from its base, so the
+  difference's rounding error is about 1e-4 of the weight, under float16's own; half the bytes),
+  other large float tensors in float16, the rest as they are;
 - the small files that differ from the base's (configs, manifests, heads, projections); a large
   JSON file that differs from its base twin in a few keys (a tokenizer.json with its own
   truncation and padding) as those keys;
@@ -42,6 +45,7 @@ SKIP_DIRS = {"onnx", "checkpoints", "__pycache__"}
 SKIP_FILES = {"README.md"}  # sentence-transformers' generated model card: not needed to load
 MAX_PLAIN_FILE = 2_000_000  # bytes: a larger non-weight file would bloat the bundle
 HALF_MIN_ELEMENTS = 65_536  # float tensors at least this large are stored in float16
+SCALE = "::int8_scale"  # the key of an int8 difference's row scales, beside its own key
 
 
 @dataclass(frozen=True)
@@ -329,11 +333,15 @@ def pack(
             known = (
                 load_file(str(twin)) if twin is not None and twin.suffix == ".safetensors" else {}
             )
-            keep, grown = {}, {}
+            keep, grown, int8 = {}, {}, []
             for k, v in tensors.items():
                 twin_key = _base_key(k, known)
                 b = known[twin_key] if twin_key is not None else None
                 if b is not None and b.shape == v.shape and torch.equal(b, v):
+                    continue
+                if b is not None and b.shape == v.shape and _deltable(v):
+                    keep[k], keep[k + SCALE] = _int8_delta(v, b)
+                    int8.append(k)
                     continue
                 if b is not None and _grown_from(b, v):
                     # a vocabulary grown by a few tokens (ColBERT's [Q] and [D] markers): the
@@ -347,6 +355,7 @@ def pack(
                 "base": twin.relative_to(base).as_posix() if known else None,
                 "dtypes": {k: str(v.dtype).removeprefix("torch.") for k, v in tensors.items()},
                 **({"grown": grown} if grown else {}),
+                **({"int8_delta": sorted(int8)} if int8 else {}),
             }
         elif twin is not None and twin.read_bytes() == f.read_bytes():
             from_base.append(rel)
@@ -467,6 +476,20 @@ def _grown_from(base, t) -> bool:
     )
 
 
+def _deltable(t) -> bool:
+    return t.is_floating_point() and t.dim() == 2 and t.numel() >= HALF_MIN_ELEMENTS
+
+
+def _int8_delta(t, base):
+    """`t - base` as int8 with one float32 scale a row (the row's largest difference / 127)."""
+    import torch
+
+    d = t.float() - base.float()
+    scale = d.abs().amax(dim=1).clamp(min=1e-12) / 127
+    q = torch.round(d / scale[:, None]).clamp(-127, 127).to(torch.int8)
+    return q.contiguous(), scale.contiguous()
+
+
 def _stored(t):
     import torch
 
@@ -574,9 +597,12 @@ def _rebuild(stored: Path, base: Path | None, spec: dict[str, Any], dst: Path) -
     delta = load_file(str(stored))
     known = load_file(str(base)) if base is not None else {}
     out = {}
-    grown = spec.get("grown", {})
+    grown, int8 = spec.get("grown", {}), set(spec.get("int8_delta", ()))
     for k, dtype in spec["dtypes"].items():
-        if k in grown:
+        if k in int8:
+            b = known[_base_key(k, known)]
+            t = b.float() + delta[k].float() * delta[k + SCALE][:, None]
+        elif k in grown:
             head = known[_base_key(k, known)][: grown[k]]
             t = torch.cat([head, delta[k].to(head.dtype)])
         else:
