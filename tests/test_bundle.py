@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 
 from perspect import api
 from perspect.core.errors import ModelError
-from perspect.core.model import bundle
+from perspect.core.model import bundle, tensor_store
 from perspect.reranker.model import PairModel
 from perspect.reranker.pair_net import freeze_lower
 
@@ -233,7 +233,7 @@ def test_a_trained_matrix_is_stored_as_its_int8_difference_from_the_base(
     from perspect.core.paths import resolve_base
 
     model, _ = trained
-    monkeypatch.setattr(bundle, "HALF_MIN_ELEMENTS", 256)
+    monkeypatch.setattr(tensor_store, "HALF_MIN_ELEMENTS", 256)
     folder = tmp_path / "pair8"
     model.save(folder)
     entry = bundle.BundleEntry.read(folder)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from perspect.core.model import bundle
+from perspect.core.model import bundle, tensor_store
 from perspect.lab import recipe
 
 STEP = recipe.Step("pair", "all", "pair", reads=("dense",), profile="quick")
@@ -212,7 +212,9 @@ def test_a_repack_keeps_every_finished_step_up_to_date(
                 p.add_(0.05 * torch.randn_like(p))
     trained.save(root / "dense")
     recipe.make(tiny_perspectrum, root, [STEP], base=tiny_base, log=lambda _: None)
-    monkeypatch.setattr(bundle, "HALF_MIN_ELEMENTS", 256)  # the tiny base's matrices are small
+    monkeypatch.setattr(
+        tensor_store, "HALF_MIN_ELEMENTS", 256
+    )  # the tiny base's matrices are small
     logs: list[str] = []
     carried = recipe.repack(tiny_perspectrum, ["dense"], root, tiny_base, logs.append,
                             recipe=[STEP])  # fmt: skip

@@ -38,14 +38,19 @@ from typing import Any
 from perspect.core import paths
 from perspect.core.errors import ModelError
 from perspect.core.model import json_patch
+from perspect.core.model.tensor_store import (
+    SCALE,
+    deltable,
+    grown_from,
+    int8_delta,
+    stored,
+)
 
 FORMAT = "perspect.bundle/1"
 MANIFEST = "bundle.json"
 SKIP_DIRS = {"onnx", "checkpoints", "__pycache__"}
 SKIP_FILES = {"README.md"}  # sentence-transformers' generated model card: not needed to load
 MAX_PLAIN_FILE = 2_000_000  # bytes: a larger non-weight file would bloat the bundle
-HALF_MIN_ELEMENTS = 65_536  # float tensors at least this large are stored in float16
-SCALE = "::int8_scale"  # the key of an int8 difference's row scales, beside its own key
 
 
 @dataclass(frozen=True)
@@ -339,16 +344,16 @@ def pack(
                 b = known[twin_key] if twin_key is not None else None
                 if b is not None and b.shape == v.shape and torch.equal(b, v):
                     continue
-                if b is not None and b.shape == v.shape and _deltable(v):
-                    keep[k], keep[k + SCALE] = _int8_delta(v, b)
+                if b is not None and b.shape == v.shape and deltable(v):
+                    keep[k], keep[k + SCALE] = int8_delta(v, b)
                     int8.append(k)
                     continue
-                if b is not None and _grown_from(b, v):
+                if b is not None and grown_from(b, v):
                     # a vocabulary grown by a few tokens (ColBERT's [Q] and [D] markers): the
                     # base's rows stay in the base, only the new rows are stored
-                    keep[k], grown[k] = _stored(v[b.shape[0] :]), int(b.shape[0])
+                    keep[k], grown[k] = stored(v[b.shape[0] :]), int(b.shape[0])
                     continue
-                keep[k] = _stored(v)
+                keep[k] = stored(v)
             dst.parent.mkdir(parents=True, exist_ok=True)
             save_file(keep, str(dst), metadata={"format": "pt"})
             weights[rel] = {
@@ -460,42 +465,6 @@ def _base_key(key: str, known: dict) -> str | None:
             if name.endswith(a) and name[: -len(a)] + b in known:
                 return name[: -len(a)] + b
     return None
-
-
-def _grown_from(base, t) -> bool:
-    """`t` is `base` with rows appended (same columns, same leading rows at the bundle's float16
-    storage precision: a model rebuilt from a bundle entry packs again the same way)."""
-    import torch
-
-    n = base.shape[0]
-    return (
-        base.dim() == t.dim() == 2
-        and base.shape[1] == t.shape[1]
-        and t.shape[0] > n
-        and torch.equal(base.to(torch.float16), t[:n].to(torch.float16))
-    )
-
-
-def _deltable(t) -> bool:
-    return t.is_floating_point() and t.dim() == 2 and t.numel() >= HALF_MIN_ELEMENTS
-
-
-def _int8_delta(t, base):
-    """`t - base` as int8 with one float32 scale a row (the row's largest difference / 127)."""
-    import torch
-
-    d = t.float() - base.float()
-    scale = d.abs().amax(dim=1).clamp(min=1e-12) / 127
-    q = torch.round(d / scale[:, None]).clamp(-127, 127).to(torch.int8)
-    return q.contiguous(), scale.contiguous()
-
-
-def _stored(t):
-    import torch
-
-    if t.is_floating_point() and t.numel() >= HALF_MIN_ELEMENTS:
-        return t.to(torch.float16).contiguous()
-    return t.contiguous()
 
 
 # -- materialize ---------------------------------------------------------------------------------
