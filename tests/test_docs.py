@@ -140,7 +140,7 @@ README_FIGURES = [
     ("T1 of what a search keeps 49.9", "49.87 (P 43.5, R 58.3)"),
     ("`make test` 11.0\nmin", "**11.0 min**"),
     ("the answer after about 5.5 min", "**the answer at about 5 min 30 s**"),
-    ("2.1 s at the median with the news, 1.3 s without", "p50 **2,081** / p95 2,611 ms with, 1,268"),
+    ("1.8 s at the median with the news, 1.1 s without", "p50 **1,779** / p95 2,297 ms with, 1,082"),
     ("right 3 times in 10\n  and argues the other way 1 in 8", "| **28.4 %** | 58.2 % | 13.4 % |"),
     ("7 of 10 shown on a side are right", "| **69.6 %** |"),
 ]  # fmt: skip
