@@ -33,7 +33,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -201,12 +200,6 @@ def _scratch_index(home: Path) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(home: Path, index: str, port: int, model: str | None) -> subprocess.Popen:
     args = ["serve", "--index", index, "--home", str(home), "--port", str(port)]
     args += ["--time-budget", "60"] + (["--model", model] if model else [])
@@ -216,18 +209,6 @@ def _serve(home: Path, index: str, port: int, model: str | None) -> subprocess.P
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, timeout: float = 600) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"perspect serve did not get ready at {url}")
 
 
 def api(args) -> int:
@@ -240,10 +221,10 @@ def api(args) -> int:
         index = args.index or "fuzz"
         if args.index is None:
             _scratch_index(home)
-        port = _free_port()
+        port = harness.free_port()
         url = f"http://127.0.0.1:{port}"
         proc = _serve(home, index, port, args.model)
-        _wait_ready(url, proc)
+        harness.wait_ready(url, proc)
     try:
         rep = run_schemathesis(url.rstrip("/"), out, args.max_examples, args.seed, slow=args.slow)
     finally:

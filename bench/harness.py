@@ -296,6 +296,39 @@ class _Raw(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+# ---- a server beside the bench ----------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for a `perspect serve` the bench starts."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(
+    url: str, proc: subprocess.Popen, timeout: float = 600, log: Path | None = None
+) -> float:
+    """Seconds until the server at `url` answered GET /ready with 200; one line and exit when it
+    exits first (`log`: its output, whose tail the line carries) or `timeout` passes."""
+    import httpx
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:] if log is not None else ""
+            raise SystemExit(f"perspect serve exited before it was ready at {url}: {tail}")
+        try:
+            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                return time.monotonic() - t0
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"perspect serve did not get ready at {url} in {timeout:.0f} s")
+
+
 # ---- another checkout beside this one ----------------------------------------------------------
 
 # Imports Perspect from the tree in argv[1]: the editable install's finder maps `perspect.*` to

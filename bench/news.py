@@ -192,7 +192,6 @@ def add(args) -> int:
     and the clients' searches meanwhile (none may fail)."""
     import os
     import shutil
-    import socket
     import subprocess
     import tempfile
     import threading
@@ -208,22 +207,14 @@ def add(args) -> int:
                     ignore=shutil.ignore_patterns("*.lock", "LOCK"))  # fmt: skip
     day = work / "day.jsonl"
     day.write_text("".join(json.dumps(a) + "\n" for a in arts))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = harness.free_port()
     perspect = str(Path(sys.executable).with_name("perspect"))
     server = subprocess.Popen([perspect, "serve", "--index", args.index, "--home", str(work),
                                "--port", str(port)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        harness.wait_ready(url, server, timeout=300)
         stop, took, errors = threading.Event(), [], []
 
         def client(i: int) -> None:

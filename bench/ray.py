@@ -157,35 +157,16 @@ def _build_args(p) -> None:
 # ---- serve -------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(args, extra: list[str], log: Path) -> tuple[subprocess.Popen, str, float]:
     """A `perspect serve` process, its URL and the seconds until it answered /ready."""
-    import httpx
-
-    port = _free_port()
+    port = harness.free_port()
     home = args.home or os.environ.get("PERSPECT_HOME") or harness.ROOT / "indexes"
     cmd = [str(harness.ROOT / ".venv" / "bin" / "perspect"), "serve", "--index", args.index,
            "--home", str(home), "--port", str(port), "--time-budget", "300", *extra]  # fmt: skip
-    t0 = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"the server exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                return proc, url, time.perf_counter() - t0
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
+    return proc, url, harness.wait_ready(url, proc, timeout=3600, log=log)
 
 
 def _load(url: str, clients: int, duration: float) -> dict:

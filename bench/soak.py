@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -415,9 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="perspect-soak-"))
     home = scratch / "home"
     folder = copy_index(args.home, args.index, home)
-    with socket.socket() as sock:  # a free port
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = harness.free_port()
     cmd = perspect("serve", "--index", args.index, "--home", str(home), "--port", str(port))
     cmd += ["--model", args.model] if args.model else []
     cmd += ["--time-budget", str(args.request_timeout)]

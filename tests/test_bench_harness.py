@@ -63,3 +63,35 @@ def test_commands_spell_the_common_options_once(capsys):
     with pytest.raises(SystemExit) as e:
         main(["nope"])
     assert e.value.code == 2
+
+
+READY_SERVER = r"""
+import http.server, sys, time
+time.sleep(0.5)  # a server still loading: refused connections first
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/ready" else 404)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_wait_ready_waits_for_the_server_and_stops_on_one_that_exits(tmp_path):
+    import subprocess
+    import sys
+
+    port = harness.free_port()
+    proc = subprocess.Popen([sys.executable, "-c", READY_SERVER, str(port)])
+    try:
+        took = harness.wait_ready(f"http://127.0.0.1:{port}", proc, timeout=60)
+        assert 0.3 < took < 60
+    finally:
+        proc.kill()
+        proc.wait()
+    log = tmp_path / "server.log"
+    log.write_text("error: no index 'x'\n")
+    gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+    with pytest.raises(SystemExit, match=r"exited before it was ready.*no index 'x'"):
+        harness.wait_ready(f"http://127.0.0.1:{harness.free_port()}", gone, timeout=60, log=log)
