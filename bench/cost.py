@@ -10,8 +10,9 @@
     python -m bench cost news [--index default] [--home DIR] [--k 10]
 
 Warm (models loaded, each row answers the first claim once, untimed), one search at a time, this
-machine's CPUs; claims: PERSPECTRUM dev, the first `--limit` by id. The rows answer each claim in
-turn, always in the same order (`first.in_turn`): the first row is each claim's first search in
+machine's CPUs; claims: PERSPECTRUM dev's first `--limit` as its split file lists them
+(`dev-listed`: the set the figures were taken on), for `argument` by id. The rows answer each claim
+in turn, always in the same order (`first.in_turn`): the first row is each claim's first search in
 this process, the rows after it on the same index find what it kept.
 
 `search`: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance
@@ -77,7 +78,7 @@ def naive(p, claim: str, k: int) -> int:
 
 def search(a) -> int:
     """Whole-search latency of the engine beside int8, PyTorch, naive and the baselines."""
-    claims = harness.claims("dev", a.limit, a.data)
+    claims = harness.claims("dev-listed", a.limit, a.data)
     if not claims:
         return 0
     from perspect import Perspect
@@ -257,7 +258,7 @@ def prepare(home: Path, base: str, name: str, n: int, data: Path) -> None:
 def mining(a) -> int:
     """What mining costs a search: the index beside a copy with 1,000 articles as documents."""
     home = first.home_of(a)
-    claims = harness.claims("dev", a.limit, a.data)
+    claims = harness.claims("dev-listed", a.limit, a.data)
     if not claims:
         return 0
     if not (home / a.index / "CURRENT").is_file():

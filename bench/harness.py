@@ -123,16 +123,20 @@ def claims(which: str, limit: int | None = None, data: Path = PERSPECTRUM) -> li
     """The claim texts of a named set, the first `limit` (PERSPECTRUM's by id, so two runs and two
     benches read the same ones): `dev`, `tune` (held-out train claims the models never fitted
     on), `written` (46), `reader` (the argument set's 22), `documents`, `web` (the judged set's
-    internet claims, none tuned on), or `dev+written`."""
+    internet claims, none tuned on), or `dev+written`. `dev-listed`: dev in its split file's own
+    order, the first N of which the whole-search and mining cost figures were taken on (their
+    scripts read it so before the harness; by id it is another set)."""
     if "+" in which:
         return [c for part in which.split("+") for c in claims(part, limit, data)]
-    if which in ("dev", "tune"):
+    if which in ("dev", "dev-listed", "tune"):
         if not have_perspectrum(data):
             return []
         from perspect.core.datasets.perspectrum import load_claims, tune_claims_of
 
         if which == "dev":
             got = sorted(load_claims(data, "dev"), key=lambda c: c.cid)
+        elif which == "dev-listed":
+            got = load_claims(data, "dev")
         else:
             got = tune_claims_of(data)[0]
         return [c.text for c in got][:limit]
@@ -146,7 +150,7 @@ def claims(which: str, limit: int | None = None, data: Path = PERSPECTRUM) -> li
     named = {"written": WRITTEN, "reader": ARGUMENT_CLAIMS, "documents": DOCUMENT_CLAIMS}
     if which not in named:
         raise SystemExit(
-            f"error: no claim set {which!r} (dev, tune, written, reader, documents, web)"
+            f"error: no claim set {which!r} (dev, dev-listed, tune, written, reader, documents, web)"
         )
     return list(named[which])[:limit]
 
