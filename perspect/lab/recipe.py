@@ -218,14 +218,11 @@ def repack(
 def _rekey(folder: Path, name: str, key: str) -> None:
     """Step `name`'s recorded key replaced in place (its place in the record kept: the direction
     step's check reads their order)."""
-    f = folder / bundle.MANIFEST
-    m = json.loads(f.read_text())
-    for s in m["record"].get("steps", []):
+    steps_done = done_steps(folder)
+    for s in steps_done:
         if s.get("step") == name:
             s["key"] = key
-    tmp = f.with_name(f".{f.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(m, indent=1) + "\n")
-    tmp.replace(f)
+    _write_steps(folder, steps_done)
 
 
 def trainer_work(name: str) -> Path:
@@ -419,10 +416,15 @@ def _directed(folder: Path) -> bool:
 
 def record_step(folder: Path, name: str, key: str, seconds: float) -> None:
     """Append {step, key} to the entry's record (bundle.json; not itself checksummed)."""
+    steps_done = [s for s in done_steps(folder) if s.get("step") != name]
+    _write_steps(folder, [*steps_done, {"step": name, "key": key, "seconds": round(seconds)}])
+
+
+def _write_steps(folder: Path, steps_done: list[dict]) -> None:
+    """The entry's record of finished steps replaced, the manifest written whole or not at all."""
     f = folder / bundle.MANIFEST
     m = json.loads(f.read_text())
-    steps_done = [s for s in m["record"].get("steps", []) if s.get("step") != name]
-    m["record"]["steps"] = [*steps_done, {"step": name, "key": key, "seconds": round(seconds)}]
+    m["record"]["steps"] = steps_done
     tmp = f.with_name(f".{f.name}.{os.getpid()}")
     tmp.write_text(json.dumps(m, indent=1) + "\n")
     tmp.replace(f)
