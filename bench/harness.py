@@ -280,7 +280,9 @@ def commands(
 
     def main(argv: Sequence[str] | None = None) -> int:
         ap = argparse.ArgumentParser(
-            description=doc.strip().splitlines()[0], epilog=doc, formatter_class=_Raw
+            description=doc.strip().splitlines()[0],
+            epilog=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         sub = ap.add_subparsers(dest="cmd", required=True, metavar="|".join(subs))
         for name, (fn, common, more) in subs.items():
@@ -294,10 +296,6 @@ def commands(
         return subs[args.cmd][0](args) or 0
 
     return main
-
-
-class _Raw(argparse.RawDescriptionHelpFormatter):
-    pass
 
 
 # ---- a server beside the bench ----------------------------------------------------------------
