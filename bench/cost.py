@@ -12,7 +12,7 @@
 Warm (models loaded, each row answers the first claim once, untimed), one search at a time, this
 machine's CPUs; claims: PERSPECTRUM dev's first `--limit` as its split file lists them
 (`dev-listed`: the set the figures were taken on), for `argument` by id. The rows answer each claim
-in turn, always in the same order (`first.in_turn`): the first row is each claim's first search in
+in turn, always in the same order (`harness.taking_turns(alternate=False)`): the first row is each claim's first search in
 this process, the rows after it on the same index find what it kept.
 
 `search`: `Perspect.search` (hybrid retrieval over the index's retrievers, relevance and stance
@@ -143,7 +143,7 @@ def search(a) -> int:
             if eng.equivalence_ce is not None:
                 ce_passes.append(got[2])
 
-    ms = first.in_turn(runners, claims, seen)
+    ms = harness.taking_turns(runners, claims, seen=seen, alternate=False)
     if worker:
         ms[tree_row] = own[-len(claims) :]  # timed in its process: no pipe in it
     print(
@@ -222,7 +222,9 @@ def argument(a) -> int:
             for s, v in res.timings_ms.items():
                 stages.setdefault(s, []).append(v)
 
-    ms = first.in_turn({n: p.search for n, p in engines.items()}, claims, seen)
+    ms = harness.taking_turns(
+        {n: p.search for n, p in engines.items()}, claims, seen=seen, alternate=False
+    )
     print(f"{len(claims)} {a.set} claims, index {a.index!r}, warm, one search at a time\n")
     print(harness.cost_table(ms))
     per = ", ".join(f"{s} {statistics.median(v):.0f}" for s, v in stages.items())
@@ -280,7 +282,9 @@ def mining(a) -> int:
             mined.append(sum(m.mined for cl in r.clusters for m in cl.members))
             stage.append(r.timings_ms.get("mining", 0.0))
 
-    ms = first.in_turn({n: p.search for n, p in engines.items()}, claims, seen)
+    ms = harness.taking_turns(
+        {n: p.search for n, p in engines.items()}, claims, seen=seen, alternate=False
+    )
     docs = engines[mined_row]._searcher.pools.get("documents", 0)
     print(
         f"\n# Mining latency: {len(claims)} dev claims, warm, in turn; {a.name}: "

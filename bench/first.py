@@ -59,20 +59,6 @@ def home_of(args) -> Path:
     return Path(args.home or harness.ROOT / "indexes").resolve()
 
 
-def in_turn(runners: dict[str, Callable[[str], object]], items, seen=None) -> dict[str, list]:
-    """`harness.taking_turns` with the order kept, not alternated: every runner on each item, the
-    first always first (each warmed on the first item, untimed). Why: rows on one index share what
-    it keeps in this process (judged links, the claim's lower states), so the first row is each
-    claim's first search and the rows after it find that work done; bench/RESULTS.md's figures of
-    these benches were taken so."""
-    ms: dict[str, list[float]] = {name: [] for name in runners}
-    for i, item in enumerate(items):
-        one = harness.taking_turns(runners, [item], warm=i == 0, seen=seen)
-        for name, xs in one.items():
-            ms[name] += xs
-    return ms
-
-
 def worker_turn(worker: harness.Worker) -> tuple[Callable[[str], dict], list[float]]:
     """A runner asking `worker` for a search, and the list of the times the worker took in its
     own process (no pipe in them): what its row shows, in place of the round trip."""
@@ -343,7 +329,7 @@ def pool(a) -> int:
             last = engines[name].engine().clusters.last
             pairs.append(len(last.scored) if last else 0)
 
-    ms = in_turn(runners, claims, seen)
+    ms = harness.taking_turns(runners, claims, seen=seen, alternate=False)
     if worker:
         ms[label] = own[-len(claims) :]
         worker.close()

@@ -199,18 +199,22 @@ def taking_turns(
     items: Sequence[str],
     warm: bool = True,
     seen: Callable[[str, str, float, Any], None] | None = None,
+    alternate: bool = True,
 ) -> dict[str, list[float]]:
     """Each runner on each item, the runners one after the other per item and their order
     alternating (reversed on odd items): the baseline and the candidate meet the same machine.
     `warm`: each runner answers the first item once, untimed, before anything is timed.
-    `seen(name, item, ms, value)` is called after each run (answers kept, stages read)."""
+    `seen(name, item, ms, value)` is called after each run (answers kept, stages read).
+    `alternate=False`: the first runner always first, for rows on one index that share what it
+    keeps in the process (judged links, a claim's lower states): the first row is each claim's
+    first search, the rows after it find that work done."""
     if warm and items:
         for fn in runners.values():
             fn(items[0])
     ms: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
     for i, item in enumerate(items):
-        for name in names if i % 2 == 0 else names[::-1]:
+        for name in names if i % 2 == 0 or not alternate else names[::-1]:
             took, value = timed(lambda n=name, x=item: runners[n](x))
             ms[name].append(took)
             if seen is not None:

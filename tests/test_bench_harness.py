@@ -23,6 +23,13 @@ def test_turns_alternate_and_warm_each_runner_first():
     assert seen[2] == ("new", "bb") and all(t >= 0 for v in ms.values() for t in v)
 
 
+def test_turns_can_keep_the_first_runner_first():
+    calls: list[str] = []
+    runners = {name: (lambda c, n=name: calls.append(n)) for name in ("first", "after")}
+    harness.taking_turns(runners, ["a", "b", "c"], warm=False, alternate=False)
+    assert calls == ["first", "after"] * 3  # each claim's first search is the first row's
+
+
 def test_percentiles_are_nearest_rank_and_the_table_puts_each_beside_the_first():
     xs = [float(x) for x in range(1, 21)]  # 1..20 ms
     t = harness.Timing.of(xs)
